@@ -1,0 +1,200 @@
+// The builder: the one place that creates IR from the frontend.
+//
+// It has two layers:
+//  - raw creation (`create`, constants, control-flow skeletons), which checks
+//    nothing beyond what the verifier checks;
+//  - semantic helpers (`binary`, `load`, `reduce`, ...) that implement
+//    Triton's language rules: type promotion, broadcasting, implicit casts,
+//    and user-facing checks. A user's mistake throws UserError at the current
+//    location (see setLoc), never an assertion.
+//
+// Every op built gets the current location.
+#pragma once
+
+#include "tritium/ir/ir.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tritium {
+
+/// An operand of a semantic helper: an IR value, or a Python literal whose
+/// type adapts to the other operand (Triton's weak typing of scalars: in
+/// `x_fp16 * 2.0` the literal becomes fp16; in `i32_tensor + 1`, i32).
+struct Operand {
+  enum class Kind { Value, Bool, Int, Float };
+  Kind kind = Kind::Value;
+  Value *value = nullptr;
+  int64_t i = 0;
+  double f = 0;
+  bool b = false;
+
+  Operand() = default;
+  Operand(Value *v) : kind(Kind::Value), value(v) {}
+  static Operand ofBool(bool v) {
+    Operand o;
+    o.kind = Kind::Bool;
+    o.b = v;
+    return o;
+  }
+  static Operand ofInt(int64_t v) {
+    Operand o;
+    o.kind = Kind::Int;
+    o.i = v;
+    return o;
+  }
+  static Operand ofFloat(double v) {
+    Operand o;
+    o.kind = Kind::Float;
+    o.f = v;
+    return o;
+  }
+  bool isLiteral() const { return kind != Kind::Value; }
+};
+
+class Builder {
+public:
+  explicit Builder(Module &m) : module_(m) {}
+
+  Module &module() { return module_; }
+
+  // ---- location ----------------------------------------------------------
+  void setLoc(Location loc) { loc_ = std::move(loc); }
+  const Location &loc() const { return loc_; }
+  /// Throws UserError(msg) at the current location.
+  [[noreturn]] void error(const std::string &msg) const;
+
+  // ---- functions and insertion point ---------------------------------------
+  /// Adds a function to the module and moves the insertion point to the end of
+  /// its entry block. Result types are filled in by `ret` if left empty.
+  Function *createFunction(const std::string &name,
+                           const std::vector<const Type *> &argTypes,
+                           const std::vector<std::string> &argNames);
+  struct InsertPoint {
+    Block *block = nullptr;
+    Block::iterator pos;
+  };
+  InsertPoint saveInsertionPoint() const { return ip_; }
+  void restoreInsertionPoint(InsertPoint ip) { ip_ = ip; }
+  void setInsertionPointToEnd(Block *b);
+  void setInsertionPoint(Operation *before); // insert before this op
+  Block *insertionBlock() const { return ip_.block; }
+
+  /// A new block owned by the builder until it is given to an op
+  /// (createIf/createFor/createWhile) or discarded with `discardBlock`.
+  Block *newDetachedBlock();
+  void discardBlock(Block *b);
+
+  // ---- raw creation -------------------------------------------------------
+  Operation *create(OpCode code, const std::vector<Value *> &operands,
+                    const std::vector<const Type *> &resultTypes,
+                    std::map<std::string, Attribute> attrs = {});
+  Value *constInt(int64_t v, DType t);
+  Value *constFloat(double v, DType t);
+  Value *constBool(bool v);
+  /// Tensor splat constant: `arith.constant {value = v} : tensor<shape x t>`.
+  Value *constTensor(double v, DType t, const std::vector<int64_t> &shape);
+  /// Materialises a literal operand with Triton's default types (bool -> i1,
+  /// int -> i32, or i64 when it does not fit, or u64 beyond that; float ->
+  /// fp32).
+  Value *materialize(const Operand &o);
+
+  // ---- control flow skeletons -----------------------------------------------
+  // The frontend builds a region's ops into a detached block (newDetachedBlock
+  // + setInsertionPointToEnd), ends it with yield/condition, then hands the
+  // blocks to one of these. Result types come from the terminators.
+
+  /// Creates scf.for at the insertion point; returns the op. Its body block
+  /// has arguments (iv, iters...) of the types of (lb, inits...). The caller
+  /// then fills the body (op->region(0).front()) and ends it with `yield`.
+  /// lb/ub/step are cast to a common integer type (i32, or i64 if any is
+  /// i64).
+  Operation *createFor(Operand lb, Operand ub, Operand step,
+                       const std::vector<Value *> &inits);
+  /// scf.if taking ownership of detached blocks; elseBlock may be null when
+  /// the then block yields nothing.
+  Operation *createIf(Value *cond, Block *thenBlock, Block *elseBlock);
+  /// scf.while: `before` has args of the inits' types and ends with
+  /// scf.condition; `after` has args of the condition's forwarded types and
+  /// ends with scf.yield.
+  Operation *createWhile(const std::vector<Value *> &inits, Block *before,
+                         Block *after);
+  void yield(const std::vector<Value *> &values);
+  void condition(Value *cond, const std::vector<Value *> &forwarded);
+  /// tt.return; sets the current function's result types on first use and
+  /// checks later returns agree.
+  void ret(const std::vector<Value *> &values);
+  std::vector<Value *> call(Function *callee, const std::vector<Value *> &args);
+
+  // ---- semantic helpers (Triton's language rules) ------------------------------
+  /// op: "add" "sub" "mul" "truediv" "floordiv" "mod" "and" "or" "xor"
+  /// "lshift" "rshift" "lt" "le" "gt" "ge" "eq" "ne" "logical_and"
+  /// "logical_or". Promotes and broadcasts both sides (Triton's rules), then
+  /// emits the right arith op (e.g. truediv of ints gives fp32; floordiv of
+  /// ints gives divsi; mod of floats gives remf).
+  Value *binary(const std::string &op, Operand a, Operand b);
+  /// op: "neg" "pos" "invert" (bitwise ~) "not" (logical not).
+  Value *unary(const std::string &op, Operand a);
+  /// op: "exp" "exp2" "log" "log2" "sqrt" "sqrt_rn" "rsqrt" "abs" "sin"
+  /// "cos" "floor" "ceil" "erf" "tanh" "sigmoid". Ints are converted to
+  /// fp32 first (except abs); fp16/bf16 compute through fp32 and round back
+  /// where Triton does.
+  Value *math(const std::string &op, Operand x);
+  Value *fma(Operand a, Operand b, Operand c);
+  /// tl.maximum / tl.minimum; propagateNan selects maximumf over maxnumf.
+  Value *maximum(Operand a, Operand b, bool propagateNan = false);
+  Value *minimum(Operand a, Operand b, bool propagateNan = false);
+  /// tl.where(cond, a, b).
+  Value *where(Operand cond, Operand a, Operand b);
+  /// x.to(dtype) / tl.cast; bitcast reinterprets (same bit width).
+  Value *cast(Value *x, DType to, bool bitcast = false);
+  /// Cast to a pointer type (x.to(tl.pointer_type(dtype))).
+  Value *castToPointer(Value *x, const Type *ptrType);
+
+  Value *programId(int axis);
+  Value *numPrograms(int axis);
+  /// tl.arange(start, end): end > start, end - start a power of two, and
+  /// at most 2^20 elements.
+  Value *arange(int64_t start, int64_t end);
+  /// tl.full(shape, value, dtype) / tl.zeros.
+  Value *full(const std::vector<int64_t> &shape, Operand value, DType t);
+
+  Value *splat(Value *x, const std::vector<int64_t> &shape);
+  /// Broadcasts x to `shape` (numpy rules; x may be a scalar).
+  Value *broadcastTo(Value *x, const std::vector<int64_t> &shape);
+  /// Broadcasts a and b against each other (numpy rules).
+  std::pair<Value *, Value *> broadcastPair(Value *a, Value *b);
+  /// x[:, None] and friends; axis may be negative (counts from the end of
+  /// the result).
+  Value *expandDims(Value *x, int axis);
+  Value *reshape(Value *x, const std::vector<int64_t> &shape);
+  Value *trans(Value *x, const std::vector<int64_t> &order);
+
+  /// tl.load(ptr, mask, other): ptr a pointer or tensor of pointers; mask
+  /// and other broadcast to ptr's shape; other is cast to the element type.
+  Value *load(Value *ptr, Value *mask, std::optional<Operand> other);
+  void store(Value *ptr, Operand value, Value *mask);
+  /// tl.atomic_add and friends; kind as in tt.atomic_rmw.
+  Value *atomicRMW(const std::string &kind, Value *ptr, Operand val,
+                   Value *mask);
+
+  /// tl.sum / max / min / argmax / argmin / xor_sum over `axis` (all axes,
+  /// flattening first, when nullopt). keepDims re-inserts the reduced dim.
+  /// sum widens ints narrower than 32 bits to (u)int32, as Triton does.
+  Value *reduce(Value *x, std::optional<int> axis, const std::string &kind,
+                bool keepDims);
+  /// tl.dot(a, b, acc, input_precision, out_dtype): a MxK, b KxN, both 2-D
+  /// with M, N, K >= 16; acc (or zeros of out_dtype) MxN.
+  Value *dot(Value *a, Value *b, Value *acc,
+             const std::string &inputPrecision, DType outDType);
+
+private:
+  Module &module_;
+  Location loc_;
+  InsertPoint ip_;
+  Function *currentFunction_ = nullptr;
+  std::vector<std::unique_ptr<Block>> detached_;
+};
+
+} // namespace tritium

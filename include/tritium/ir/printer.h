@@ -1,0 +1,26 @@
+// Textual IR: print and parse. `parse(print(m))` prints to the same text.
+#pragma once
+
+#include "tritium/ir/ir.h"
+
+#include <memory>
+#include <string>
+
+namespace tritium {
+
+struct PrintOptions {
+  /// Append `loc("file.py":line:col)` to every op and function.
+  bool printLocations = true;
+};
+
+std::string print(const Module &m, const PrintOptions &opts = {});
+std::string print(const Function &f, const PrintOptions &opts = {});
+/// One op (and its regions), for error messages.
+std::string print(const Operation &op, const PrintOptions &opts = {});
+
+/// Parses a module; throws IRError with the line and column of `filename`
+/// (the .tir file, not the Python source) on malformed text.
+std::unique_ptr<Module> parseModule(const std::string &text,
+                                    const std::string &filename = "<input>");
+
+} // namespace tritium

@@ -1,0 +1,168 @@
+#include "tritium/ir/types.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+namespace tritium {
+
+namespace {
+
+struct DTypeRow {
+  DType t;
+  const char *irName;
+  const char *tritonName;
+  int bits;
+};
+
+// One row per dtype: the IR's text name, Triton's name, the bit width.
+constexpr DTypeRow kDTypes[] = {
+    {DType::I1, "i1", "int1", 1},          {DType::I8, "i8", "int8", 8},
+    {DType::I16, "i16", "int16", 16},      {DType::I32, "i32", "int32", 32},
+    {DType::I64, "i64", "int64", 64},      {DType::U8, "u8", "uint8", 8},
+    {DType::U16, "u16", "uint16", 16},     {DType::U32, "u32", "uint32", 32},
+    {DType::U64, "u64", "uint64", 64},     {DType::FP8E4NV, "f8e4nv", "fp8e4nv", 8},
+    {DType::FP8E5, "f8e5", "fp8e5", 8},    {DType::FP16, "f16", "fp16", 16},
+    {DType::BF16, "bf16", "bf16", 16},     {DType::FP32, "f32", "fp32", 32},
+    {DType::FP64, "f64", "fp64", 64},
+};
+
+const DTypeRow &row(DType t) { return kDTypes[static_cast<int>(t)]; }
+
+} // namespace
+
+int bitWidth(DType t) { return row(t).bits; }
+bool isFloat(DType t) { return t >= DType::FP8E4NV; }
+bool isInteger(DType t) { return t <= DType::U64; }
+bool isSigned(DType t) { return t >= DType::I8 && t <= DType::I64; }
+bool isUnsigned(DType t) {
+  return t == DType::I1 || (t >= DType::U8 && t <= DType::U64);
+}
+const char *dtypeName(DType t) { return row(t).irName; }
+const char *tritonName(DType t) { return row(t).tritonName; }
+
+std::optional<DType> parseDType(const std::string &name) {
+  for (const auto &r : kDTypes)
+    if (name == r.irName)
+      return r.t;
+  return std::nullopt;
+}
+
+std::optional<DType> parseTritonName(const std::string &name) {
+  for (const auto &r : kDTypes)
+    if (name == r.tritonName)
+      return r.t;
+  return std::nullopt;
+}
+
+// Interning table. Types are created once and never freed, so pointers stay
+// valid for the life of the process and can be compared directly.
+struct TypeContext {
+  std::mutex mu;
+  std::map<DType, std::unique_ptr<Type>> scalars;
+  std::map<std::pair<const Type *, int>, std::unique_ptr<Type>> pointers;
+  std::map<std::tuple<const Type *, std::vector<int64_t>, const Layout *>,
+           std::unique_ptr<Type>>
+      tensors;
+
+  static TypeContext &get() {
+    static TypeContext *ctx = new TypeContext(); // never destroyed
+    return *ctx;
+  }
+
+  const Type *scalar(DType t) {
+    std::lock_guard<std::mutex> g(mu);
+    auto &slot = scalars[t];
+    if (!slot) {
+      slot.reset(new Type());
+      slot->kind_ = Type::Kind::Scalar;
+      slot->dtype_ = t;
+    }
+    return slot.get();
+  }
+
+  const Type *pointer(const Type *pointee, int as) {
+    std::lock_guard<std::mutex> g(mu);
+    auto &slot = pointers[{pointee, as}];
+    if (!slot) {
+      slot.reset(new Type());
+      slot->kind_ = Type::Kind::Pointer;
+      slot->elem_ = pointee;
+      slot->addrSpace_ = as;
+    }
+    return slot.get();
+  }
+
+  const Type *tensor(const Type *elem, std::vector<int64_t> shape,
+                     const Layout *layout) {
+    std::lock_guard<std::mutex> g(mu);
+    auto &slot = tensors[{elem, shape, layout}];
+    if (!slot) {
+      slot.reset(new Type());
+      slot->kind_ = Type::Kind::Tensor;
+      slot->elem_ = elem;
+      slot->shape_ = std::move(shape);
+      slot->layout_ = layout;
+    }
+    return slot.get();
+  }
+};
+
+const Type *Type::scalar(DType t) { return TypeContext::get().scalar(t); }
+
+const Type *Type::pointer(const Type *pointee, int addressSpace) {
+  return TypeContext::get().pointer(pointee, addressSpace);
+}
+
+const Type *Type::tensor(const Type *element, std::vector<int64_t> shape,
+                         const Layout *layout) {
+  return TypeContext::get().tensor(element, std::move(shape), layout);
+}
+
+int64_t Type::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape_)
+    n *= d;
+  return n;
+}
+
+const Type *Type::withElement(const Type *elem) const {
+  if (!isTensor())
+    return elem;
+  return tensor(elem, shape_, layout_);
+}
+
+bool Type::isFloatLike() const {
+  const Type *s = scalarType();
+  return s->isScalar() && isFloat(s->dtype());
+}
+
+bool Type::isIntLike() const {
+  const Type *s = scalarType();
+  return s->isScalar() && isInteger(s->dtype());
+}
+
+std::string Type::str() const {
+  switch (kind_) {
+  case Kind::Scalar:
+    return dtypeName(dtype_);
+  case Kind::Pointer:
+    if (addrSpace_ != 1)
+      return "!tt.ptr<" + elem_->str() + ", " + std::to_string(addrSpace_) +
+             ">";
+    return "!tt.ptr<" + elem_->str() + ">";
+  case Kind::Tensor: {
+    std::string s = "tensor<";
+    for (int64_t d : shape_)
+      s += std::to_string(d) + "x";
+    s += elem_->str();
+    if (layout_)
+      s += ", " + layout_->str();
+    return s + ">";
+  }
+  }
+  return "<bad type>";
+}
+
+} // namespace tritium
