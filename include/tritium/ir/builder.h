@@ -29,6 +29,7 @@ struct Operand {
   int64_t i = 0;
   double f = 0;
   bool b = false;
+  bool u64 = false; // Kind::Int only: `i` is the bit pattern of a uint64
 
   Operand() = default;
   Operand(Value *v) : kind(Kind::Value), value(v) {}
@@ -42,6 +43,15 @@ struct Operand {
     Operand o;
     o.kind = Kind::Int;
     o.i = v;
+    return o;
+  }
+  /// A Python int in [2^63, 2^64): `i` holds its bits and `u64` is set
+  /// (Triton types such a literal as uint64).
+  static Operand ofUInt64(uint64_t v) {
+    Operand o;
+    o.kind = Kind::Int;
+    o.i = (int64_t)v;
+    o.u64 = v > (uint64_t)INT64_MAX;
     return o;
   }
   static Operand ofFloat(double v) {
@@ -95,9 +105,9 @@ public:
   Value *constBool(bool v);
   /// Tensor splat constant: `arith.constant {value = v} : tensor<shape x t>`.
   Value *constTensor(double v, DType t, const std::vector<int64_t> &shape);
-  /// Materialises a literal operand with Triton's default types (bool -> i1,
-  /// int -> i32, or i64 when it does not fit, or u64 beyond that; float ->
-  /// fp32).
+  /// Materialises a literal operand with Triton's default types (bool -> i1;
+  /// int -> i32, u32 in [2^31, 2^32), i64, or u64 beyond that; float ->
+  /// fp32, or fp64 when the value is outside fp32's normal range).
   Value *materialize(const Operand &o);
 
   // ---- control flow skeletons -----------------------------------------------

@@ -1,0 +1,44 @@
+// Moving a tensor's elements between two layouts (and through the data
+// movement ops: broadcast, expand_dims, reshape, trans, conversions).
+//
+// Every such op is described by a map from a result coordinate c to the
+// row-major index of the operand element it takes: sum_d c[d] * weights[d].
+// When each thread already holds the elements it needs, the op is a renaming
+// of registers; otherwise the operand goes through shared memory (written in
+// its layout, read back in the result's).
+#pragma once
+
+#include "tritium/gpu/layouts.h"
+
+#include <optional>
+#include <vector>
+
+namespace tritium::gpu {
+
+/// The weights of a data movement op (broadcast, expand_dims, reshape, trans,
+/// layout conversion): result coordinate -> operand row-major index.
+std::vector<int64_t> movementWeights(const Operation &op);
+
+struct MovementPlan {
+  /// In registers: result register i is operand register srcReg[i].
+  bool inRegisters = false;
+  std::vector<int> srcReg;
+  /// Through shared memory: bytes of scratch it needs.
+  int64_t scratchBytes = 0;
+};
+
+/// How `src` (a GPU tensor type) becomes `dst` under `weights`.
+MovementPlan planMovement(const Type *src, const Type *dst,
+                          const std::vector<int64_t> &weights);
+
+/// Bytes an element of `t` (a scalar or pointer type) takes in shared or
+/// global memory (i1: 1 byte).
+int64_t storageBytes(const Type *elem);
+
+/// The mask of lane (warp) id bits along which a layout holds copies: the
+/// bits whose basis is zero. Threads with any of these bits set do not own
+/// their elements (stores and atomics skip them).
+unsigned duplicateLaneMask(const LinearLayout &ll);
+unsigned duplicateWarpMask(const LinearLayout &ll);
+
+} // namespace tritium::gpu

@@ -1,0 +1,57 @@
+// The passes that take tile IR to GPU IR and tidy it, and their registry.
+//
+// GPU IR is tile IR in which every tensor type carries a layout
+// (tritium/gpu/layouts.h). A layout conversion is written
+//   %y = tt.reshape %x : tensor<128xf32, #new>
+// (a reshape to the same shape; see isLayoutConversion) until the op table
+// has a dedicated `ttg.convert_layout`.
+#pragma once
+
+#include "tritium/gpu/layouts.h"
+#include "tritium/transforms/pass.h"
+
+#include <vector>
+
+namespace tritium::gpu {
+
+/// `--convert-to-gpu`: gives every tensor of every function a layout.
+///  1. Values that must share a layout (operands and results of elementwise
+///     ops, pointer/mask/value of memory ops, loop-carried values) are
+///     grouped.
+///  2. A group with loads or stores gets a blocked layout coalesced along
+///     the pointers' most contiguous dim, with as many elements per thread
+///     as contiguity and alignment allow (16-byte accesses); other groups
+///     get Triton's default blocked layout.
+///  3. Groups are visited largest first; each one's layout propagates
+///     through broadcast, expand_dims, reduce and trans to its neighbours
+///     (slice layouts for reductions), so that those ops move no data.
+///  4. Where two layouts still meet, a conversion is inserted.
+/// Tensor dims must be powers of two (UserError otherwise). The number of
+/// warps is `numWarps` (the function attribute `num_warps`, when present,
+/// wins; it is set on every function converted).
+/// Counters: gpu.layouts-assigned, gpu.conversions-inserted.
+void convertToGPU(Module &m, int numWarps, PassStats &stats);
+
+/// `--remove-layout-conversions`: drops conversions to the same layout,
+/// folds chains of conversions, and recomputes cheap producers (constants,
+/// splats, make_range and the integer/pointer arithmetic, broadcasts and
+/// expand_dims over them) directly in the wanted layout instead of moving
+/// their values through shared memory; then erases what became unused.
+/// Counters: gpu.conversions-removed, gpu.ops-rematerialized.
+void removeLayoutConversions(Module &m, PassStats &stats);
+
+/// True for a layout conversion of the GPU IR (a tt.reshape whose operand
+/// and result have the same shape).
+bool isLayoutConversion(const Operation &op);
+/// Inserts a conversion of `v` to layout `l` before `before`.
+Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l);
+
+/// The GPU passes, in the form of the pass registry (flag names
+/// "convert-to-gpu" and "remove-layout-conversions"); the lead merges them
+/// into allPasses().
+const std::vector<PassInfo> &gpuPasses();
+
+/// The GPU pipeline compileToPTX runs after the tile pipeline.
+void runGPUPipeline(Module &m, int numWarps, PassStats &stats);
+
+} // namespace tritium::gpu

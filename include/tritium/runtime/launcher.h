@@ -1,0 +1,89 @@
+// A compiled kernel on the GPU: its image (cubin, or PTX for the driver's
+// JIT), loaded lazily once per device, and launched with cuLaunchKernel.
+#pragma once
+
+#include "tritium/runtime/cuda_driver.h"
+#include "tritium/target/nvidia/ptx.h"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tritium::runtime {
+
+/// One launch argument, already converted to the parameter's kind (the
+/// bytes the kernel reads are at the start of `bits`; the rest is zero).
+struct ArgSlot {
+  uint64_t bits = 0;
+};
+
+/// Per-function facts the driver reports after loading.
+struct KernelAttributes {
+  int numRegs = 0;
+  int localBytes = 0;        // spills and local arrays, per thread
+  int staticSharedBytes = 0; // .shared declared in the PTX
+  int maxThreadsPerBlock = 0;
+};
+
+class GpuKernel {
+public:
+  /// `image`: a cubin (isCubin) or PTX text (NUL-terminated on load).
+  /// `target`: what the image was compiled for ("sm_90a"), checked against
+  /// the device before loading.
+  GpuKernel(std::string name, std::string image, bool isCubin, std::string target,
+            int numWarps, int sharedBytes, std::vector<KernelParam> params);
+  ~GpuKernel();
+  GpuKernel(const GpuKernel &) = delete;
+  GpuKernel &operator=(const GpuKernel &) = delete;
+
+  const std::string &name() const { return name_; }
+  int numWarps() const { return numWarps_; }
+  int sharedBytes() const { return sharedBytes_; }
+  const std::vector<KernelParam> &params() const { return params_; }
+
+  /// The function on `device`, loading the module there on first use (makes
+  /// the device's primary context current). Throws CudaError with the JIT's
+  /// log, a target/device mismatch, or too much shared memory.
+  CUfunction load(int device);
+  KernelAttributes attributes(int device);
+
+  /// Launches on `device` (its primary context is made current) on `stream`
+  /// (0: the legacy default stream). `args` holds one slot per parameter.
+  /// Throws CudaError for an empty or oversized grid or a failing launch.
+  void launch(int device, int64_t gx, int64_t gy, int64_t gz, uint64_t stream,
+              const ArgSlot *args, size_t numArgs);
+
+private:
+  static constexpr int kMaxDevices = 64;
+  std::string name_;
+  std::string image_;
+  bool isCubin_;
+  std::string target_;
+  int numWarps_;
+  int sharedBytes_;
+  std::vector<KernelParam> params_;
+  std::mutex loadMutex_;
+  std::array<std::atomic<CUfunction>, kMaxDevices> functions_{};
+  std::array<CUmodule, kMaxDevices> modules_{};
+  std::array<std::array<int, 3>, kMaxDevices> maxGrid_{};
+};
+
+/// Raw (already validated by the caller) argument conversion helpers, so
+/// that C++ callers and the Python binding pack the same way.
+ArgSlot packInt(KernelParam::Kind kind, int64_t v, const std::string &what);
+ArgSlot packUInt(KernelParam::Kind kind, uint64_t v, const std::string &what);
+ArgSlot packFloat(KernelParam::Kind kind, double v);
+
+/// "ptr", "i32", "i64", "u32", "u64", "fp32", "fp64", "i1".
+const char *kindName(KernelParam::Kind kind);
+KernelParam::Kind parseKind(const std::string &s);
+
+/// Raises CudaError unless `address` is memory the GPU can reach (device
+/// memory, or host memory registered/mapped with CUDA). `what` names the
+/// argument in the message.
+void checkDevicePointer(uint64_t address, const std::string &what);
+
+} // namespace tritium::runtime

@@ -1,0 +1,433 @@
+// Pointers and memory in the CPU executor: tt.addptr, loads, stores,
+// atomics, and the int <-> pointer casts.
+//
+// Every unmasked access is checked against the kernel argument its pointer
+// derives from (bounds and alignment to the element size); masked-off lanes
+// never touch memory. Memory holds the dtype's own representation (fp16 as
+// IEEE half bits, i1 as one byte 0/1). Atomics hold one process-wide mutex of
+// the run for the whole op, so they are atomic with respect to each other
+// (not to plain stores of other programs, as on a GPU).
+#include "exec_internal.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace tritium::exec {
+
+uint64_t ptrFromAddress(const RunState &run, uint64_t addr) {
+  // Prefer an argument that holds the address; an address one past the end
+  // belongs to the argument it ends.
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < run.args.size(); ++i) {
+      const ArgInfo &a = run.args[i];
+      if (!a.isPointer || addr < a.base)
+        continue;
+      if (addr - a.base < a.bytes || (pass == 1 && addr - a.base == a.bytes))
+        return makePtr(i, int64_t(addr - a.base));
+    }
+  return makePtr(kNoProvenance, int64_t(addr & uint64_t(kMaxPtrOffset)));
+}
+
+namespace {
+
+std::string argDescription(const RunState &run, uint64_t prov) {
+  const ArgInfo &a = run.args[prov];
+  std::ostringstream os;
+  os << "argument ";
+  if (!a.name.empty())
+    os << "'" << a.name << "'";
+  else
+    os << prov;
+  DType pd = a.pointee->dtype();
+  int sz = byteSize(pd);
+  os << " (";
+  if (a.bytes % sz == 0)
+    os << a.bytes / sz << " elements of " << dtypeName(pd);
+  else
+    os << a.bytes << " bytes";
+  os << ")";
+  return os.str();
+}
+
+/// Checks one access of `size` bytes through pointer slot `p` and returns the
+/// host address. `what` is "load", "store" or "atomic".
+struct Checker {
+  const ProgramCtx &ctx;
+  const OpPlan &op;
+  const char *what;
+  int size;
+
+  uint8_t *operator()(uint64_t p) const {
+    uint64_t prov = ptrProvenance(p);
+    const std::vector<ArgInfo> &args = ctx.run->args;
+    if (prov >= args.size() || !args[prov].isPointer)
+      fail(p);
+    const ArgInfo &a = args[prov];
+    int64_t off = ptrOffset(p);
+    if (off < 0 || uint64_t(off) + uint64_t(size) > a.bytes ||
+        ((a.base + uint64_t(off)) & uint64_t(size - 1)) != 0) // size: 2^k
+      fail(p);
+    return reinterpret_cast<uint8_t *>(a.base + uint64_t(off));
+  }
+
+  [[noreturn]] void fail(uint64_t p) const {
+    const RunState &run = *ctx.run;
+    uint64_t prov = ptrProvenance(p);
+    int64_t off = ptrOffset(p);
+    std::ostringstream os;
+    if (prov >= run.args.size() || !run.args[prov].isPointer) {
+      os << "address 0x" << std::hex << uint64_t(off) << std::dec
+         << " does not derive from a pointer argument";
+      execError(ctx, op, std::string("invalid ") + what, os.str());
+    }
+    const ArgInfo &a = run.args[prov];
+    bool inBounds = off >= 0 && uint64_t(off) + uint64_t(size) <= a.bytes;
+    if (off % size == 0)
+      os << "element offset " << off / size;
+    else
+      os << "byte offset " << off;
+    os << " of " << argDescription(run, prov);
+    if (inBounds) {
+      os << " is not aligned to " << size << " bytes";
+      execError(ctx, op, std::string("misaligned ") + what, os.str());
+    }
+    execError(ctx, op, std::string("out-of-bounds ") + what, os.str());
+  }
+};
+
+Slot readElem(const uint8_t *p, DType t) {
+  Slot s{};
+  switch (t) {
+  case DType::I1:
+    s.i = *p != 0;
+    break;
+  case DType::I8:
+    s.i = int8_t(*p);
+    break;
+  case DType::U8:
+    s.i = *p;
+    break;
+  case DType::I16: {
+    int16_t v;
+    std::memcpy(&v, p, 2);
+    s.i = v;
+    break;
+  }
+  case DType::U16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    s.i = v;
+    break;
+  }
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    s.i = v;
+    break;
+  }
+  case DType::U32: {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    s.i = v;
+    break;
+  }
+  case DType::I64:
+  case DType::U64:
+    std::memcpy(&s.i, p, 8);
+    break;
+  case DType::FP32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    s.f = v;
+    break;
+  }
+  case DType::FP64:
+    std::memcpy(&s.f, p, 8);
+    break;
+  case DType::FP16:
+  case DType::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    s.f = decodeFloat(v, t);
+    break;
+  }
+  case DType::FP8E4NV:
+  case DType::FP8E5:
+    s.f = decodeFloat(*p, t);
+    break;
+  }
+  return s;
+}
+
+void writeElem(uint8_t *p, Slot s, DType t) {
+  switch (t) {
+  case DType::I1:
+    *p = (s.i & 1) ? 1 : 0;
+    break;
+  case DType::I8:
+  case DType::U8:
+    *p = uint8_t(s.u);
+    break;
+  case DType::I16:
+  case DType::U16: {
+    uint16_t v = uint16_t(s.u);
+    std::memcpy(p, &v, 2);
+    break;
+  }
+  case DType::I32:
+  case DType::U32: {
+    uint32_t v = uint32_t(s.u);
+    std::memcpy(p, &v, 4);
+    break;
+  }
+  case DType::I64:
+  case DType::U64:
+    std::memcpy(p, &s.u, 8);
+    break;
+  case DType::FP32: {
+    float v = float(s.f);
+    std::memcpy(p, &v, 4);
+    break;
+  }
+  case DType::FP64:
+    std::memcpy(p, &s.f, 8);
+    break;
+  case DType::FP16:
+  case DType::BF16: {
+    uint16_t v = uint16_t(encodeFloat(s.f, t));
+    std::memcpy(p, &v, 2);
+    break;
+  }
+  case DType::FP8E4NV:
+  case DType::FP8E5:
+    *p = uint8_t(encodeFloat(s.f, t));
+    break;
+  }
+}
+
+uint64_t rawBits(const uint8_t *p, int size) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, size); // little-endian host
+  return v;
+}
+
+/// Pointee dtype of a pointer-typed value.
+DType pointeeDType(const RValue &ptr) {
+  return ptr.type()->scalarType()->pointee()->dtype();
+}
+
+/// Lane i of an optional operand that may be a scalar broadcast.
+struct Lanes {
+  const Slot *d = nullptr;
+  int64_t stride = 0;
+  Lanes() = default;
+  explicit Lanes(const RValue &v)
+      : d(v.data()), stride(v.size() == 1 ? 0 : 1) {}
+  const Slot &operator[](int64_t i) const { return d[i * stride]; }
+  explicit operator bool() const { return d != nullptr; }
+};
+
+RValue load(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  const RValue &ptr = f[op.in[0]];
+  DType dt = pointeeDType(ptr);
+  Checker check{ctx, op, "load", byteSize(dt)};
+  RValue r = RValue::alloc(op.op->result(0)->type());
+  Lanes mask = op.in.size() > 1 ? Lanes(f[op.in[1]]) : Lanes();
+  Lanes other = op.in.size() > 2 ? Lanes(f[op.in[2]]) : Lanes();
+  const Slot *p = ptr.data();
+  Slot *z = r.mutableData();
+  int64_t n = r.size();
+  if (!mask) {
+    for (int64_t i = 0; i < n; ++i)
+      z[i] = readElem(check(p[i].u), dt);
+    return r;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (mask[i].i)
+      z[i] = readElem(check(p[i].u), dt);
+    else if (other)
+      z[i] = other[i];
+    else
+      z[i].u = 0; // 0 and +0.0 share the bits
+  }
+  return r;
+}
+
+void store(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  const RValue &ptr = f[op.in[0]];
+  DType dt = pointeeDType(ptr);
+  Checker check{ctx, op, "store", byteSize(dt)};
+  Lanes val(f[op.in[1]]);
+  Lanes mask = op.in.size() > 2 ? Lanes(f[op.in[2]]) : Lanes();
+  const Slot *p = ptr.data();
+  int64_t n = ptr.size();
+  for (int64_t i = 0; i < n; ++i)
+    if (!mask || mask[i].i)
+      writeElem(check(p[i].u), val[i], dt);
+}
+
+Slot atomicCombine(AtomicKind k, DType dt, Slot old, Slot v) {
+  if (isFloat(dt)) {
+    double a = old.f, b = v.f, r = b;
+    switch (k) {
+    case AtomicKind::Add:
+      r = a + b;
+      break;
+    case AtomicKind::Max:
+    case AtomicKind::UMax:
+      r = std::isnan(b) ? a : std::isnan(a) ? b : (b > a ? b : a);
+      break;
+    case AtomicKind::Min:
+    case AtomicKind::UMin:
+      r = std::isnan(b) ? a : std::isnan(a) ? b : (b < a ? b : a);
+      break;
+    default:
+      break;
+    }
+    return Slot{.f = roundF(r, dt)};
+  }
+  IntFmt fmt = intFmt(dt);
+  uint64_t a = old.u, b = v.u;
+  int64_t r = int64_t(b);
+  int w = fmt.width;
+  switch (k) {
+  case AtomicKind::Add:
+    r = int64_t(a + b);
+    break;
+  case AtomicKind::Max:
+    r = fmt.sgn ? std::max(int64_t(a), int64_t(b)) : int64_t(std::max(a, b));
+    break;
+  case AtomicKind::Min:
+    r = fmt.sgn ? std::min(int64_t(a), int64_t(b)) : int64_t(std::min(a, b));
+    break;
+  case AtomicKind::UMax:
+    r = zext(int64_t(a), w) >= zext(int64_t(b), w) ? int64_t(a) : int64_t(b);
+    break;
+  case AtomicKind::UMin:
+    r = zext(int64_t(a), w) <= zext(int64_t(b), w) ? int64_t(a) : int64_t(b);
+    break;
+  case AtomicKind::And:
+    r = int64_t(a & b);
+    break;
+  case AtomicKind::Or:
+    r = int64_t(a | b);
+    break;
+  case AtomicKind::Xor:
+    r = int64_t(a ^ b);
+    break;
+  case AtomicKind::Xchg:
+    break;
+  }
+  return Slot{.i = fmt.norm(r)};
+}
+
+RValue atomicRMW(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  const RValue &ptr = f[op.in[0]];
+  DType dt = pointeeDType(ptr);
+  Checker check{ctx, op, "atomic", byteSize(dt)};
+  Lanes val(f[op.in[1]]);
+  Lanes mask = op.in.size() > 2 ? Lanes(f[op.in[2]]) : Lanes();
+  RValue r = RValue::alloc(op.op->result(0)->type());
+  const Slot *p = ptr.data();
+  Slot *z = r.mutableData();
+  int64_t n = r.size();
+  AtomicKind k = AtomicKind(op.kind);
+  std::lock_guard<std::mutex> lock(ctx.run->atomicMutex);
+  for (int64_t i = 0; i < n; ++i) {
+    if (mask && !mask[i].i) {
+      z[i].u = 0;
+      continue;
+    }
+    uint8_t *addr = check(p[i].u);
+    Slot old = readElem(addr, dt);
+    writeElem(addr, atomicCombine(k, dt, old, val[i]), dt);
+    z[i] = old;
+  }
+  return r;
+}
+
+RValue atomicCAS(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  const RValue &ptr = f[op.in[0]];
+  DType dt = pointeeDType(ptr);
+  int size = byteSize(dt);
+  Checker check{ctx, op, "atomic", size};
+  Lanes cmp(f[op.in[1]]), val(f[op.in[2]]);
+  RValue r = RValue::alloc(op.op->result(0)->type());
+  const Slot *p = ptr.data();
+  Slot *z = r.mutableData();
+  std::lock_guard<std::mutex> lock(ctx.run->atomicMutex);
+  for (int64_t i = 0, n = r.size(); i < n; ++i) {
+    uint8_t *addr = check(p[i].u);
+    z[i] = readElem(addr, dt);
+    // Compare memory representations, so NaN payloads and -0 count.
+    uint8_t want[8];
+    writeElem(want, cmp[i], dt);
+    if (rawBits(addr, size) == rawBits(want, size))
+      writeElem(addr, val[i], dt);
+  }
+  return r;
+}
+
+RValue addPtr(const OpPlan &op, Frame &f) {
+  const RValue &ptr = f[op.in[0]], &off = f[op.in[1]];
+  int64_t size = byteSize(pointeeDType(ptr));
+  RValue r = RValue::alloc(op.op->result(0)->type());
+  const Slot *p = ptr.data(), *o = off.data();
+  Slot *z = r.mutableData();
+  constexpr int64_t kClamp = int64_t(1) << 60;
+  for (int64_t i = 0, n = r.size(); i < n; ++i) {
+    int64_t delta;
+    if (__builtin_mul_overflow(o[i].i, size, &delta) || delta > kClamp ||
+        delta < -kClamp)
+      delta = o[i].i < 0 ? -kClamp : kClamp;
+    z[i].u = makePtr(ptrProvenance(p[i].u), ptrOffset(p[i].u) + delta);
+  }
+  return r;
+}
+
+} // namespace
+
+void evalMemoryOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  switch (op.code) {
+  case OpCode::AddPtr:
+    f[op.out[0]] = addPtr(op, f);
+    return;
+  case OpCode::Load:
+    f[op.out[0]] = load(op, f, ctx);
+    return;
+  case OpCode::Store:
+    store(op, f, ctx);
+    return;
+  case OpCode::AtomicRMW:
+    f[op.out[0]] = atomicRMW(op, f, ctx);
+    return;
+  case OpCode::AtomicCAS:
+    f[op.out[0]] = atomicCAS(op, f, ctx);
+    return;
+  case OpCode::IntToPtr:
+  case OpCode::PtrToInt: {
+    const RValue &a = f[op.in[0]];
+    RValue r = RValue::alloc(op.op->result(0)->type());
+    const Slot *x = a.data();
+    Slot *z = r.mutableData();
+    if (op.code == OpCode::IntToPtr) {
+      int w = intFmt(elemDType(a.type())).width;
+      for (int64_t i = 0, n = r.size(); i < n; ++i)
+        z[i].u = ptrFromAddress(*ctx.run, zext(x[i].i, w));
+    } else {
+      IntFmt o = intFmt(elemDType(r.type()));
+      for (int64_t i = 0, n = r.size(); i < n; ++i)
+        z[i].i = o.norm(int64_t(ptrAddress(*ctx.run, x[i].u)));
+    }
+    f[op.out[0]] = std::move(r);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+} // namespace tritium::exec

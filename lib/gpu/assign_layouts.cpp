@@ -1,0 +1,410 @@
+// --convert-to-gpu: tile IR -> GPU IR (a layout on every tensor). The
+// algorithm is outlined in passes.h.
+#include "tritium/analysis/axis_info.h"
+#include "tritium/gpu/conversion.h"
+#include "tritium/gpu/passes.h"
+#include "tritium/ir/printer.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+
+namespace tritium::gpu {
+
+namespace {
+
+/// Union-find over the tensor values of a function.
+struct Groups {
+  std::map<Value *, Value *> parent;
+  Value *find(Value *v) {
+    auto it = parent.find(v);
+    if (it == parent.end()) {
+      parent[v] = v;
+      return v;
+    }
+    if (it->second == v)
+      return v;
+    Value *r = find(it->second);
+    parent[v] = r;
+    return r;
+  }
+  void unite(Value *a, Value *b) {
+    if (!a || !b || !a->type()->isTensor() || !b->type()->isTensor())
+      return;
+    Value *ra = find(a), *rb = find(b);
+    if (ra != rb)
+      parent[rb] = ra;
+  }
+};
+
+enum class EdgeKind { Broadcast, ExpandDims, Reduce, Trans };
+
+/// An op across which the layouts of its operand and result are related
+/// (but not equal).
+struct Edge {
+  EdgeKind kind;
+  Operation *op;
+  Value *src, *dst;
+};
+
+struct Group {
+  std::vector<Value *> members;
+  std::vector<Operation *> anchors; // memory ops on tensors of pointers
+  int64_t numElements = 0;
+  int firstSeen = 0;
+  const GPULayout *layout = nullptr;
+};
+
+struct Assigner {
+  Function &f;
+  int numWarps;
+  PassStats &stats;
+  AxisInfoAnalysis axis;
+  Groups uf;
+  std::vector<Value *> values; // every tensor value, in program order
+  std::vector<Edge> edges;
+  std::map<Value *, Group> groups; // by root
+
+  Assigner(Function &f, int numWarps, PassStats &stats)
+      : f(f), numWarps(numWarps), stats(stats), axis(f) {}
+
+  void note(Value *v) {
+    if (!v->type()->isTensor())
+      return;
+    for (int64_t d : v->type()->shape())
+      if (log2Exact(d) < 0) {
+        Operation *def = v->definingOp();
+        throw UserError("tensor shapes on the GPU must be powers of two, "
+                        "found " + v->type()->str(),
+                        def ? def->loc() : f.loc());
+      }
+    uf.find(v);
+    values.push_back(v);
+  }
+
+  void uniteAll(const std::vector<Value *> &vs) {
+    for (size_t i = 1; i < vs.size(); ++i)
+      uf.unite(vs[0], vs[i]);
+  }
+
+  /// Step 1: groups and edges.
+  void collect(Block &b) {
+    for (auto &a : b.arguments())
+      note(a.get());
+    for (auto &opPtr : b.ops()) {
+      Operation &op = *opPtr;
+      for (Value *r : op.results())
+        note(r);
+      for (unsigned i = 0; i < op.numRegions(); ++i)
+        for (auto &blk : op.region(i).blocks())
+          collect(*blk);
+      std::vector<Value *> all = op.operands();
+      for (Value *r : op.results())
+        all.push_back(r);
+      switch (op.code()) {
+      case OpCode::Load:
+      case OpCode::Store:
+      case OpCode::AtomicRMW:
+      case OpCode::AtomicCAS:
+        uniteAll(all);
+        break;
+      case OpCode::Broadcast:
+        edges.push_back({EdgeKind::Broadcast, &op, op.operand(0), op.result(0)});
+        break;
+      case OpCode::ExpandDims:
+        edges.push_back({EdgeKind::ExpandDims, &op, op.operand(0), op.result(0)});
+        break;
+      case OpCode::Reduce:
+        if (op.result(0)->type()->isTensor())
+          edges.push_back({EdgeKind::Reduce, &op, op.operand(0), op.result(0)});
+        break;
+      case OpCode::Trans:
+        edges.push_back({EdgeKind::Trans, &op, op.operand(0), op.result(0)});
+        break;
+      case OpCode::For: {
+        Block &body = op.region(0).front();
+        Operation *y = body.terminator();
+        for (unsigned i = 0; i < op.numResults(); ++i)
+          uniteAll({op.operand(3 + i), body.argument(1 + i), y->operand(i),
+                    op.result(i)});
+        break;
+      }
+      case OpCode::If:
+        for (unsigned r = 0; r < 2; ++r) {
+          if (op.region(r).empty())
+            continue;
+          Operation *y = op.region(r).front().terminator();
+          for (unsigned i = 0; y && i < op.numResults(); ++i)
+            uf.unite(op.result(i), y->operand(i));
+        }
+        break;
+      case OpCode::While: {
+        Block &before = op.region(0).front(), &after = op.region(1).front();
+        Operation *cond = before.terminator(), *y = after.terminator();
+        for (unsigned i = 0; i < op.numOperands(); ++i)
+          uniteAll({op.operand(i), before.argument(i), y->operand(i)});
+        for (unsigned i = 0; i < op.numResults(); ++i)
+          uniteAll({cond->operand(i + 1), after.argument(i), op.result(i)});
+        break;
+      }
+      default:
+        if (op.hasTrait(ELEM))
+          uniteAll(all);
+        break;
+      }
+    }
+  }
+
+  void buildGroups() {
+    int seen = 0;
+    for (Value *v : values) {
+      Group &g = groups[uf.find(v)];
+      if (g.members.empty()) {
+        g.firstSeen = seen++;
+        g.numElements = v->type()->numElements();
+      }
+      g.members.push_back(v);
+    }
+    f.walk([&](Operation *op) {
+      switch (op->code()) {
+      case OpCode::Load:
+      case OpCode::Store:
+      case OpCode::AtomicRMW:
+      case OpCode::AtomicCAS:
+        if (op->operand(0)->type()->isTensor())
+          groups[uf.find(op->operand(0))].anchors.push_back(op);
+        break;
+      default:
+        break;
+      }
+    });
+  }
+
+  /// Step 2: the blocked layout that coalesces a group's memory accesses.
+  const GPULayout *coalesced(const Group &g) {
+    const Type *t = g.members.front()->type();
+    const auto &shape = t->shape();
+    int rank = (int)shape.size();
+    int64_t bestPerThread = 0;
+    std::vector<int64_t> bestOrder;
+    for (Operation *op : g.anchors) {
+      Value *ptr = op->operand(0);
+      AxisInfo info = axis.get(ptr);
+      // Most contiguous dim first; ties keep row-major order.
+      std::vector<int64_t> order(rank);
+      for (int i = 0; i < rank; ++i)
+        order[i] = rank - 1 - i;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return info.contiguity[a] > info.contiguity[b];
+      });
+      int64_t d0 = order[0];
+      int64_t eb = storageBytes(ptr->type()->element()->pointee());
+      int64_t maxMultiple = std::max<int64_t>(info.divisibility[d0] / eb, 1);
+      int64_t maxContig = std::min(info.contiguity[d0], shape[d0]);
+      int64_t alignment = std::min(maxMultiple, maxContig);
+      int64_t perThread = std::min<int64_t>(alignment, std::max<int64_t>(16 / eb, 1));
+      if (perThread > bestPerThread) {
+        bestPerThread = perThread;
+        bestOrder = order;
+      }
+    }
+    int64_t threads = (int64_t)numWarps * kThreadsPerWarp;
+    bestPerThread = std::min(bestPerThread,
+                             std::max<int64_t>(t->numElements() / threads, 1));
+    bestPerThread = int64_t(1) << log2Floor(std::max<int64_t>(bestPerThread, 1));
+    std::vector<int64_t> spt(rank, 1);
+    spt[bestOrder[0]] = bestPerThread;
+    return BlockedLayout::forShape(shape, spt, bestOrder, numWarps);
+  }
+
+  static int log2Floor(int64_t v) {
+    int n = 0;
+    while ((int64_t(2) << n) <= v)
+      ++n;
+    return n;
+  }
+
+  /// The layout `to` (an end of `e`) gets from the other end's layout
+  /// `from`; null when nothing follows.
+  static const GPULayout *derive(const Edge &e, bool toDst, const GPULayout *from) {
+    switch (e.kind) {
+    case EdgeKind::Broadcast:
+      return from->kind() == GPULayout::Kind::Linear ? nullptr : from;
+    case EdgeKind::ExpandDims: {
+      int axis = (int)e.op->intAttr("axis");
+      return toDst ? expandDimsLayout(from, axis) : SliceLayout::get(axis, from);
+    }
+    case EdgeKind::Reduce: {
+      int axis = (int)e.op->intAttr("axis");
+      return toDst ? SliceLayout::get(axis, from) : expandDimsLayout(from, axis);
+    }
+    case EdgeKind::Trans: {
+      std::vector<int64_t> order = e.op->arrayAttr("order");
+      if (!toDst) {
+        std::vector<int64_t> inv(order.size());
+        for (size_t i = 0; i < order.size(); ++i)
+          inv[order[i]] = (int64_t)i;
+        order = inv;
+      }
+      return permuteLayout(from, order);
+    }
+    }
+    return nullptr;
+  }
+
+  /// Step 3: largest groups first; each one's layout flows to neighbours
+  /// that have no memory access of their own, or a smaller one.
+  void assign() {
+    std::vector<Group *> order;
+    for (auto &[root, g] : groups)
+      order.push_back(&g);
+    std::stable_sort(order.begin(), order.end(), [](Group *a, Group *b) {
+      if (a->numElements != b->numElements)
+        return a->numElements > b->numElements;
+      if (a->anchors.empty() != b->anchors.empty())
+        return !a->anchors.empty();
+      return a->firstSeen < b->firstSeen;
+    });
+    std::map<Group *, std::vector<std::pair<const Edge *, bool>>> adj;
+    for (const Edge &e : edges) {
+      Group *s = &groups[uf.find(e.src)], *d = &groups[uf.find(e.dst)];
+      adj[s].push_back({&e, true});  // from src, towards dst
+      adj[d].push_back({&e, false}); // from dst, towards src
+    }
+    for (Group *g : order) {
+      if (g->layout)
+        continue;
+      g->layout = g->anchors.empty()
+                      ? BlockedLayout::defaultFor(g->members.front()->type()->shape(), numWarps)
+                      : coalesced(*g);
+      int64_t originSize = g->numElements;
+      std::deque<Group *> queue{g};
+      while (!queue.empty()) {
+        Group *cur = queue.front();
+        queue.pop_front();
+        for (auto [e, towardsDst] : adj[cur]) {
+          Group *next = &groups[uf.find(towardsDst ? e->dst : e->src)];
+          if (next->layout)
+            continue;
+          if (!next->anchors.empty() && next->numElements >= originSize)
+            continue;
+          const GPULayout *l = derive(*e, towardsDst, cur->layout);
+          if (!l)
+            continue;
+          next->layout = l;
+          queue.push_back(next);
+        }
+      }
+    }
+  }
+
+  void apply() {
+    for (auto &[root, g] : groups)
+      for (Value *v : g.members) {
+        v->setType(withLayout(v->type(), g.layout));
+        stats.add("gpu.layouts-assigned");
+      }
+  }
+
+  /// Step 4: conversions where the layouts across an edge disagree.
+  void reconcile() {
+    for (const Edge &e : edges) {
+      const GPULayout *src = layoutOf(e.src->type());
+      const GPULayout *dst = layoutOf(e.dst->type());
+      switch (e.kind) {
+      case EdgeKind::Broadcast:
+      case EdgeKind::ExpandDims:
+      case EdgeKind::Trans: {
+        const GPULayout *want = derive(e, false, dst);
+        if (!want && e.kind == EdgeKind::Trans)
+          continue; // moves through shared memory
+        if (!want)
+          want = BlockedLayout::defaultFor(e.src->type()->shape(), numWarps);
+        if (want != src) {
+          Value *c = createLayoutConversion(e.op, e.op->operand(0), want);
+          e.op->operands()[0] = c;
+          stats.add("gpu.conversions-inserted");
+        }
+        break;
+      }
+      case EdgeKind::Reduce: {
+        const GPULayout *want = derive(e, true, src);
+        if (want == dst)
+          break;
+        // The reduction produces its natural slice layout; a conversion
+        // gives the users the layout their group agreed on.
+        Operation *op = e.op;
+        Value *res = op->result(0);
+        res->setType(withLayout(res->type(), want));
+        Block *b = op->parentBlock();
+        auto next = std::next(b->find(op));
+        Operation *conv;
+        if (next == b->ops().end())
+          throw InternalError("convert-to-gpu: a reduce ends a block");
+        Value *c = createLayoutConversion(next->get(), res, dst);
+        conv = c->definingOp();
+        // Every use but the conversion itself now reads the converted value.
+        f.walk([&](Operation *user) {
+          if (user == conv)
+            return;
+          for (Value *&o : user->operands())
+            if (o == res)
+              o = c;
+        });
+        stats.add("gpu.conversions-inserted");
+        break;
+      }
+      }
+    }
+  }
+};
+
+bool hasGPULayouts(Function &f) {
+  bool any = false;
+  f.walk([&](Operation *op) {
+    for (Value *r : op->results())
+      any |= layoutOf(r->type()) != nullptr;
+  });
+  return any;
+}
+
+} // namespace
+
+bool isLayoutConversion(const Operation &op) {
+  return op.code() == OpCode::Reshape && op.numOperands() == 1 &&
+         op.operand(0)->type()->isTensor() &&
+         op.operand(0)->type()->shape() == op.result(0)->type()->shape();
+}
+
+Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l) {
+  auto op = Operation::create(OpCode::Reshape, {v}, {withLayout(v->type(), l)},
+                              {}, before->loc());
+  Block *b = before->parentBlock();
+  return b->insert(b->find(before), std::move(op))->result(0);
+}
+
+void convertToGPU(Module &m, int numWarps, PassStats &stats) {
+  for (auto &fn : m.functions()) {
+    Function &f = *fn;
+    if (hasGPULayouts(f))
+      continue;
+    int nw = numWarps;
+    auto it = f.attrs().find("num_warps");
+    if (it != f.attrs().end() && std::holds_alternative<int64_t>(it->second))
+      nw = (int)std::get<int64_t>(it->second);
+    if (nw < 1 || nw > 32 || log2Exact(nw) < 0)
+      throw UserError("num_warps must be a power of two from 1 to 32, found " +
+                          std::to_string(nw),
+                      f.loc());
+    f.attrs()["num_warps"] = int64_t(nw);
+    Assigner a(f, nw, stats);
+    a.collect(f.entry());
+    a.buildGroups();
+    a.assign();
+    a.apply();
+    a.reconcile();
+  }
+}
+
+} // namespace tritium::gpu

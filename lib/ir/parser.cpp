@@ -1,0 +1,778 @@
+// The textual IR parser: reads what printer.cpp writes (see the format there)
+// plus a few hand-writing conveniences: `%r:2 = ...` with uses `%r#0`,
+// `// comments`, `loc(unknown)`, `-> (f32)`, and operand types after a
+// result-less op (`tt.return %a : f32`), which must match the operands.
+//
+// It works directly on characters (recursive descent, no token stream) so
+// that types like `tensor<128x64xf32>` need no lexer modes. It checks syntax
+// and names (undefined values, redefinitions, unknown ops and types, result
+// counts); everything else is the verifier's job, so invalid IR can be
+// written in tests and rejected by the verifier.
+#include "tritium/ir/printer.h"
+
+#include "text_internal.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace tritium {
+namespace {
+
+bool isIdentStart(char c) { return std::isalpha((unsigned char)c) || c == '_'; }
+bool isIdentChar(char c) {
+  return std::isalnum((unsigned char)c) || c == '_' || c == '.' || c == '$';
+}
+bool isValueNameChar(char c) {
+  return std::isalnum((unsigned char)c) || c == '_' || c == '.';
+}
+bool isNumeric(const std::string &s) {
+  if (s.empty())
+    return false;
+  for (char c : s)
+    if (!std::isdigit((unsigned char)c))
+      return false;
+  return true;
+}
+
+class Parser {
+public:
+  Parser(const std::string &text, const std::string &filename)
+      : src_(text), file_(filename) {}
+
+  std::unique_ptr<Module> parseModule() {
+    auto m = std::make_unique<Module>();
+    while (true) {
+      skipWs();
+      if (atEnd())
+        break;
+      parseFunction(*m);
+    }
+    return m;
+  }
+
+private:
+  // ---- characters and errors ------------------------------------------------
+
+  [[noreturn]] void errorAt(size_t at, const std::string &msg) const {
+    int line = 1, col = 1;
+    for (size_t i = 0; i < at && i < src_.size(); ++i) {
+      if (src_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    // The message is bare; the location travels in IRError::loc and the
+    // reporter (tritium-opt, the Python layer) prints `file:line:col: error:`.
+    throw IRError(msg, Location{file_, line, col});
+  }
+  [[noreturn]] void error(const std::string &msg) {
+    skipWs();
+    errorAt(pos_, msg);
+  }
+
+  bool atEnd() const { return pos_ >= src_.size(); }
+  char cur() const { return atEnd() ? '\0' : src_[pos_]; }
+  char charAt(size_t i) const { return i < src_.size() ? src_[i] : '\0'; }
+
+  void skipWs() {
+    while (!atEnd()) {
+      char c = src_[pos_];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos_;
+      } else if (c == '/' && charAt(pos_ + 1) == '/') {
+        while (!atEnd() && src_[pos_] != '\n')
+          ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+  /// Next significant character (skipping blanks and comments).
+  char peek() {
+    skipWs();
+    return cur();
+  }
+  bool consumeIf(char c) {
+    if (peek() != c)
+      return false;
+    ++pos_;
+    return true;
+  }
+  /// Consumes `s` if it comes next (after blanks), as a whole word when it
+  /// ends in an identifier character.
+  bool consumeIf(const std::string &s) {
+    skipWs();
+    if (src_.compare(pos_, s.size(), s) != 0)
+      return false;
+    if (isIdentChar(s.back()) && isIdentChar(charAt(pos_ + s.size())))
+      return false;
+    pos_ += s.size();
+    return true;
+  }
+  void expect(char c, const std::string &context) {
+    if (!consumeIf(c))
+      error(std::string("expected '") + c + "' " + context + ", found " +
+            describeNext());
+  }
+
+  /// What comes next, for error messages.
+  std::string describeNext() {
+    skipWs();
+    if (atEnd())
+      return "end of input";
+    char c = cur();
+    size_t end = pos_;
+    if (isIdentChar(c) || c == '%' || c == '@' || c == '^' || c == '-' ||
+        c == '!') {
+      end = pos_ + 1;
+      while (end < src_.size() && isIdentChar(src_[end]))
+        ++end;
+    } else {
+      end = pos_ + 1;
+    }
+    return "'" + src_.substr(pos_, end - pos_) + "'";
+  }
+
+  std::string parseIdent(const std::string &what) {
+    skipWs();
+    if (!isIdentStart(cur()))
+      error("expected " + what + ", found " + describeNext());
+    size_t start = pos_;
+    while (!atEnd() && isIdentChar(cur()))
+      ++pos_;
+    return src_.substr(start, pos_ - start);
+  }
+
+  std::string parseString() {
+    skipWs();
+    size_t start = pos_;
+    if (cur() != '"')
+      error("expected string, found " + describeNext());
+    ++pos_;
+    std::string out;
+    while (true) {
+      if (atEnd() || cur() == '\n')
+        errorAt(start, "unterminated string");
+      char c = src_[pos_++];
+      if (c == '"')
+        break;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      char e = cur();
+      ++pos_;
+      switch (e) {
+      case '"':
+      case '\\':
+        out += e;
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      default:
+        if (std::isxdigit((unsigned char)e) &&
+            std::isxdigit((unsigned char)cur())) {
+          out += (char)std::stoi(src_.substr(pos_ - 1, 2), nullptr, 16);
+          ++pos_;
+        } else {
+          errorAt(pos_ - 2, "invalid escape in string");
+        }
+      }
+    }
+    return out;
+  }
+
+  int64_t parseInt(const std::string &what) {
+    skipWs();
+    size_t start = pos_;
+    if (cur() == '-')
+      ++pos_;
+    if (!std::isdigit((unsigned char)cur())) {
+      pos_ = start;
+      error("expected " + what + ", found " + describeNext());
+    }
+    while (std::isdigit((unsigned char)cur()))
+      ++pos_;
+    int64_t v = 0;
+    auto r = std::from_chars(src_.data() + start, src_.data() + pos_, v);
+    if (r.ec != std::errc())
+      errorAt(start,
+              "integer out of range: " + src_.substr(start, pos_ - start));
+    return v;
+  }
+
+  // ---- attributes
+  // --------------------------------------------------------------
+
+  Attribute parseNumber() {
+    skipWs();
+    size_t start = pos_;
+    if (consumeIf("inf"))
+      return std::numeric_limits<double>::infinity();
+    if (consumeIf("nan"))
+      return std::numeric_limits<double>::quiet_NaN();
+    if (cur() == '-') {
+      ++pos_;
+      if (consumeIf("inf"))
+        return -std::numeric_limits<double>::infinity();
+    }
+    if (!std::isdigit((unsigned char)cur())) {
+      pos_ = start;
+      error("expected attribute value, found " + describeNext());
+    }
+    bool isFloat = false;
+    while (std::isdigit((unsigned char)cur()))
+      ++pos_;
+    if (cur() == '.') {
+      isFloat = true;
+      ++pos_;
+      while (std::isdigit((unsigned char)cur()))
+        ++pos_;
+    }
+    if (cur() == 'e' || cur() == 'E') {
+      isFloat = true;
+      ++pos_;
+      if (cur() == '+' || cur() == '-')
+        ++pos_;
+      if (!std::isdigit((unsigned char)cur()))
+        errorAt(start, "malformed float literal");
+      while (std::isdigit((unsigned char)cur()))
+        ++pos_;
+    }
+    const char *b = src_.data() + start, *e = src_.data() + pos_;
+    if (isFloat) {
+      double d = 0;
+      auto r = std::from_chars(b, e, d);
+      if (r.ec != std::errc() || r.ptr != e)
+        errorAt(start, "float literal out of range: " + std::string(b, e));
+      return d;
+    }
+    int64_t v = 0;
+    auto r = std::from_chars(b, e, v);
+    if (r.ec != std::errc() || r.ptr != e)
+      errorAt(start, "integer out of range: " + std::string(b, e));
+    return v;
+  }
+
+  Attribute parseAttrValue() {
+    char c = peek();
+    if (c == '"')
+      return parseString();
+    if (c == '[') {
+      ++pos_;
+      std::vector<int64_t> v;
+      if (!consumeIf(']')) {
+        do
+          v.push_back(parseInt("integer in array"));
+        while (consumeIf(','));
+        expect(']', "to end the array");
+      }
+      return v;
+    }
+    if (consumeIf("true"))
+      return true;
+    if (consumeIf("false"))
+      return false;
+    return parseNumber();
+  }
+
+  std::map<std::string, Attribute> parseAttrDict() {
+    std::map<std::string, Attribute> attrs;
+    expect('{', "to start an attribute dictionary");
+    if (consumeIf('}'))
+      return attrs;
+    do {
+      size_t keyPos = (skipWs(), pos_);
+      std::string key =
+          cur() == '"' ? parseString() : parseIdent("attribute name");
+      expect('=', "after attribute name '" + key + "'");
+      if (attrs.count(key))
+        errorAt(keyPos, "duplicate attribute '" + key + "'");
+      attrs[key] = parseAttrValue();
+    } while (consumeIf(','));
+    expect('}', "to end the attribute dictionary");
+    return attrs;
+  }
+
+  /// True when a `{` ahead opens an attribute dictionary (`{ key =`) rather
+  /// than a region.
+  bool attrDictAhead() {
+    size_t save = pos_;
+    bool yes = false;
+    if (consumeIf('{')) {
+      skipWs();
+      if (cur() == '"') {
+        try {
+          parseString();
+          yes = peek() == '=';
+        } catch (const IRError &) {
+        }
+      } else if (isIdentStart(cur())) {
+        while (isIdentChar(cur()))
+          ++pos_;
+        yes = peek() == '=';
+      }
+    }
+    pos_ = save;
+    return yes;
+  }
+
+  Location parseLoc() {
+    // `loc` has been consumed.
+    expect('(', "after 'loc'");
+    Location loc;
+    if (consumeIf("unknown")) {
+      expect(')', "to end the location");
+      return loc;
+    }
+    loc.file = parseString();
+    expect(':', "after the location's file name");
+    size_t at = (skipWs(), pos_);
+    int64_t line = parseInt("line number");
+    expect(':', "after the location's line");
+    int64_t col = parseInt("column number");
+    if (line <= 0 || line > INT32_MAX || col < 0 || col > INT32_MAX)
+      errorAt(at, "invalid location line or column");
+    loc.line = (int)line;
+    loc.col = (int)col;
+    expect(')', "to end the location");
+    return loc;
+  }
+
+  // ---- types
+  // ---------------------------------------------------------------------
+
+  const Type *parseType() {
+    size_t start = (skipWs(), pos_);
+    if (cur() == '!') {
+      if (!consumeIf("!tt.ptr"))
+        error("expected type, found " + describeNext());
+      expect('<', "after '!tt.ptr'");
+      size_t pointeePos = (skipWs(), pos_);
+      const Type *pointee = parseType();
+      if (!pointee->isScalar())
+        errorAt(pointeePos, "pointee of !tt.ptr must be a scalar type, not " +
+                                text::typeText(pointee));
+      int addrSpace = 1;
+      if (consumeIf(',')) {
+        int64_t as = parseInt("address space");
+        if (as < 0 || as > 255)
+          errorAt(start, "invalid address space");
+        addrSpace = (int)as;
+      }
+      expect('>', "to end the pointer type");
+      return Type::pointer(pointee, addrSpace);
+    }
+    if (!isIdentStart(cur()))
+      error("expected type, found " + describeNext());
+    std::string id = parseIdent("type");
+    if (id == "tensor") {
+      expect('<', "after 'tensor'");
+      std::vector<int64_t> shape;
+      while (std::isdigit((unsigned char)peek())) {
+        size_t dimPos = pos_;
+        int64_t d = parseInt("dimension");
+        if (d <= 0)
+          errorAt(dimPos, "tensor dimensions must be positive");
+        shape.push_back(d);
+        if (cur() != 'x')
+          error("expected 'x' after tensor dimension, found " + describeNext());
+        ++pos_;
+      }
+      size_t elemPos = (skipWs(), pos_);
+      if (shape.empty())
+        error("expected tensor dimension, found " + describeNext());
+      const Type *elem = parseType();
+      if (elem->isTensor())
+        errorAt(elemPos, "tensor element type must be a scalar or pointer");
+      if (peek() == ',')
+        error("tensor layouts cannot be parsed");
+      expect('>', "to end the tensor type");
+      return Type::tensor(elem, shape);
+    }
+    auto dt = parseDType(id);
+    if (!dt)
+      errorAt(start, "unknown type '" + id + "'");
+    return Type::scalar(*dt);
+  }
+
+  std::vector<const Type *> parseTypeList() {
+    std::vector<const Type *> types;
+    do
+      types.push_back(parseType());
+    while (consumeIf(','));
+    return types;
+  }
+
+  // ---- values and scopes
+  // -----------------------------------------------------------
+
+  struct Scope {
+    // A name of a `%r:N` result pack maps to null; its parts are `r#i`.
+    std::map<std::string, Value *> values;
+  };
+
+  std::string parseValueName() {
+    skipWs();
+    if (cur() != '%')
+      error("expected value name, found " + describeNext());
+    ++pos_;
+    size_t start = pos_;
+    while (isValueNameChar(cur()))
+      ++pos_;
+    if (pos_ == start)
+      error("expected value name after '%'");
+    return src_.substr(start, pos_ - start);
+  }
+
+  Value *lookup(const std::string &name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->values.find(name);
+      if (f != it->values.end())
+        return f->second;
+    }
+    return nullptr;
+  }
+  bool visible(const std::string &name) const {
+    for (const auto &s : scopes_)
+      if (s.values.count(name))
+        return true;
+    return false;
+  }
+
+  Value *parseValueUse() {
+    size_t start = (skipWs(), pos_);
+    std::string name = parseValueName();
+    std::string key = name;
+    if (cur() == '#') {
+      ++pos_;
+      if (!std::isdigit((unsigned char)cur()))
+        error("expected result number after '#'");
+      size_t numStart = pos_;
+      while (std::isdigit((unsigned char)cur()))
+        ++pos_;
+      std::string num = src_.substr(numStart, pos_ - numStart);
+      key = name + "#" + num;
+      if (!visible(key) && num == "0" && lookup(name))
+        key = name;
+    }
+    if (!visible(key))
+      errorAt(start, "use of undefined value '%" + key + "'");
+    Value *v = lookup(key);
+    if (!v)
+      errorAt(start,
+              "'%" + name + "' names several results; use '%" + name + "#N'");
+    return v;
+  }
+
+  void define(const std::string &name, size_t at, Value *v) {
+    if (visible(name))
+      errorAt(at, "redefinition of value '%" + name + "'");
+    scopes_.back().values[name] = v;
+    if (!isNumeric(name))
+      v->nameHint = name;
+  }
+
+  /// At a `%`: true when `%a, %b =` or `%r:2 =` follows, i.e. the next op's
+  /// results rather than more operands of the current op.
+  bool resultListAhead() {
+    size_t save = pos_;
+    bool yes = false;
+    while (peek() == '%') {
+      ++pos_;
+      while (isValueNameChar(cur()))
+        ++pos_;
+      if (cur() == ':' && std::isdigit((unsigned char)charAt(pos_ + 1))) {
+        yes = true;
+        break;
+      }
+      if (cur() == '#') {
+        ++pos_;
+        while (std::isdigit((unsigned char)cur()))
+          ++pos_;
+      }
+      if (peek() == '=') {
+        yes = true;
+        break;
+      }
+      if (!consumeIf(','))
+        break;
+    }
+    pos_ = save;
+    return yes;
+  }
+
+  // ---- ops, blocks, regions
+  // -------------------------------------------------------
+
+  void parseOp(Block *block) {
+    skipWs();
+    // Results.
+    std::vector<std::pair<std::string, size_t>> resNames;
+    int64_t packSize = -1;
+    if (cur() == '%') {
+      do {
+        size_t at = (skipWs(), pos_);
+        resNames.push_back({parseValueName(), at});
+        if (cur() == ':' && resNames.size() == 1 &&
+            std::isdigit((unsigned char)charAt(pos_ + 1))) {
+          ++pos_;
+          packSize = parseInt("number of results");
+          if (packSize < 1 || packSize > 100000)
+            errorAt(at, "invalid number of results");
+          break;
+        }
+      } while (consumeIf(','));
+      expect('=', "after the op's result names");
+    }
+    size_t namePos = (skipWs(), pos_);
+    std::string name = parseIdent("op name");
+    OpCode code;
+    if (!lookupOpCode(name, code))
+      errorAt(namePos, "unknown op '" + name + "'");
+    // Operands.
+    std::vector<Value *> operands;
+    if (peek() == '%' && !resultListAhead()) {
+      do
+        operands.push_back(parseValueUse());
+      while (consumeIf(','));
+    }
+    std::map<std::string, Attribute> attrs;
+    if (peek() == '{' && attrDictAhead())
+      attrs = parseAttrDict();
+    size_t numResults = packSize >= 0 ? (size_t)packSize : resNames.size();
+    std::vector<const Type *> types;
+    size_t typesPos = 0;
+    if (consumeIf(':')) {
+      typesPos = (skipWs(), pos_);
+      types = parseTypeList();
+    } else if (numResults > 0) {
+      error("expected ':' and the result type" +
+            std::string(numResults > 1 ? "s" : "") + " of '" + name +
+            "', found " + describeNext());
+    }
+    if (numResults == 0 && !types.empty()) {
+      // Operand types written after a result-less op: check them.
+      if (types.size() != operands.size())
+        errorAt(typesPos, "'" + name + "' has " +
+                              std::to_string(operands.size()) +
+                              " operands but " + std::to_string(types.size()) +
+                              " types were written");
+      for (size_t i = 0; i < types.size(); ++i)
+        if (types[i] != operands[i]->type())
+          errorAt(typesPos, "type mismatch: operand #" + std::to_string(i) +
+                                " of '" + name + "' has type " +
+                                text::typeText(operands[i]->type()) + ", but " +
+                                text::typeText(types[i]) + " was written");
+      types.clear();
+    } else if (types.size() != numResults) {
+      errorAt(typesPos, "'" + name + "' has " + std::to_string(numResults) +
+                            " result(s) but " + std::to_string(types.size()) +
+                            " result type(s)");
+    }
+    std::vector<std::unique_ptr<Region>> regions;
+    while (peek() == '{') {
+      regions.push_back(std::make_unique<Region>());
+      parseRegion(*regions.back());
+    }
+    Location loc;
+    if (consumeIf("loc"))
+      loc = parseLoc();
+
+    auto op = Operation::create(code, operands, types, std::move(attrs), loc,
+                                (unsigned)regions.size());
+    for (size_t i = 0; i < regions.size(); ++i) {
+      Region &dst = op->region((unsigned)i);
+      for (auto &b : regions[i]->blocks()) {
+        Block *nb = dst.addBlock(std::move(b));
+        nb->setParentRegion(&dst);
+      }
+    }
+    Operation *o = block->push_back(std::move(op));
+    if (packSize >= 0) {
+      const auto &[base, at] = resNames[0];
+      if (visible(base))
+        errorAt(at, "redefinition of value '%" + base + "'");
+      scopes_.back().values[base] = nullptr;
+      for (unsigned i = 0; i < o->numResults(); ++i) {
+        scopes_.back().values[base + "#" + std::to_string(i)] = o->result(i);
+        if (!isNumeric(base))
+          o->result(i)->nameHint = base + "_" + std::to_string(i);
+      }
+    } else {
+      for (unsigned i = 0; i < o->numResults(); ++i)
+        define(resNames[i].first, resNames[i].second, o->result(i));
+    }
+  }
+
+  /// `^name(%a: T, ...):` — the `^` is next.
+  void parseBlockHeader(Block *b) {
+    ++pos_;
+    size_t start = pos_;
+    while (isIdentChar(cur()))
+      ++pos_;
+    if (pos_ == start)
+      error("expected block label after '^'");
+    if (consumeIf('(')) {
+      if (!consumeIf(')')) {
+        do {
+          size_t at = (skipWs(), pos_);
+          std::string name = parseValueName();
+          expect(':', "after block argument '%" + name + "'");
+          const Type *t = parseType();
+          define(name, at, b->addArgument(t));
+        } while (consumeIf(','));
+        expect(')', "to end the block arguments");
+      }
+    }
+    expect(':', "after the block header");
+  }
+
+  /// Ops (and further `^bb` blocks) up to the closing `}`; `first` is the
+  /// block that ops before any header go to (created on demand when null).
+  void parseBlocks(Region &r, Block *first) {
+    Block *cur = first;
+    bool scoped = first != nullptr;
+    if (scoped)
+      scopes_.emplace_back();
+    while (true) {
+      char c = peek();
+      if (c == '}') {
+        ++pos_;
+        break;
+      }
+      if (atEnd())
+        error("expected '}' to end the region, found end of input");
+      if (c == '^') {
+        if (scoped)
+          scopes_.pop_back();
+        cur = r.addBlock();
+        scopes_.emplace_back();
+        scoped = true;
+        parseBlockHeader(cur);
+        continue;
+      }
+      if (!cur) {
+        cur = r.addBlock();
+        scopes_.emplace_back();
+        scoped = true;
+      }
+      parseOp(cur);
+    }
+    if (scoped)
+      scopes_.pop_back();
+  }
+
+  void parseRegion(Region &r) {
+    expect('{', "to start a region");
+    if (consumeIf('}'))
+      return;
+    parseBlocks(r, nullptr);
+  }
+
+  // ---- functions
+  // --------------------------------------------------------------------
+
+  void parseFunction(Module &m) {
+    if (!consumeIf("tt.func"))
+      error("expected 'tt.func', found " + describeNext());
+    expect('@', "before the function name");
+    size_t namePos = pos_;
+    std::string name = cur() == '"' ? parseString() : [&] {
+      size_t s = pos_;
+      while (isIdentChar(cur()))
+        ++pos_;
+      if (pos_ == s)
+        error("expected function name after '@'");
+      return src_.substr(s, pos_ - s);
+    }();
+    if (m.lookup(name))
+      errorAt(namePos, "redefinition of function @" + name);
+
+    struct Arg {
+      std::string name;
+      size_t at;
+      const Type *type;
+      std::map<std::string, Attribute> attrs;
+    };
+    std::vector<Arg> args;
+    expect('(', "to start the argument list");
+    if (!consumeIf(')')) {
+      do {
+        Arg a;
+        a.at = (skipWs(), pos_);
+        a.name = parseValueName();
+        expect(':', "after argument '%" + a.name + "'");
+        a.type = parseType();
+        if (peek() == '{')
+          a.attrs = parseAttrDict();
+        args.push_back(std::move(a));
+      } while (consumeIf(','));
+      expect(')', "to end the argument list");
+    }
+    std::vector<const Type *> results;
+    if (consumeIf("->")) {
+      if (consumeIf('(')) {
+        if (!consumeIf(')')) {
+          results = parseTypeList();
+          expect(')', "to end the result types");
+        }
+      } else {
+        results.push_back(parseType());
+      }
+    }
+    std::map<std::string, Attribute> fattrs;
+    if (consumeIf("attributes"))
+      fattrs = parseAttrDict();
+
+    std::vector<const Type *> argTypes;
+    for (const auto &a : args)
+      argTypes.push_back(a.type);
+    Function *f =
+        m.addFunction(std::make_unique<Function>(name, argTypes, results));
+    if (f->body().empty())
+      f->body().addBlock();
+    Block &entry = f->entry();
+    while (entry.numArguments() < args.size())
+      entry.addArgument(args[entry.numArguments()].type);
+    f->attrs() = std::move(fattrs);
+    f->argAttrs().resize(args.size());
+
+    scopes_.clear();
+    scopes_.emplace_back();
+    for (size_t i = 0; i < args.size(); ++i) {
+      define(args[i].name, args[i].at, entry.argument((unsigned)i));
+      f->argAttrs()[i] = std::move(args[i].attrs);
+    }
+    expect('{', "to start the function body");
+    parseBlocks(f->body(), &entry);
+    scopes_.clear();
+    if (consumeIf("loc"))
+      f->setLoc(parseLoc());
+  }
+
+  const std::string &src_;
+  std::string file_;
+  size_t pos_ = 0;
+  std::vector<Scope> scopes_;
+};
+
+} // namespace
+
+std::unique_ptr<Module> parseModule(const std::string &text,
+                                    const std::string &filename) {
+  Parser p(text, filename);
+  return p.parseModule();
+}
+
+} // namespace tritium

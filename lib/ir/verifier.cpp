@@ -1,0 +1,975 @@
+// The IR verifier: structural, type and dominance checks of every op, per the
+// conventions written beside each row of ops.def.
+//
+// Outline:
+//  1. Per function: the body is one block ending in tt.return; collect every
+//     value the function defines (to tell "defined elsewhere" from "used
+//     before its definition").
+//  2. Walk blocks in order with a stack of visible values (the block's own
+//     arguments and earlier results, then those of the enclosing blocks): each
+//     operand must be visible, which is SSA dominance for structured control
+//     flow.
+//  3. Per op: operand/result/region counts, then the op's own type and
+//     attribute rules; ops with regions check their blocks' arguments and
+//     terminators against their operands and results.
+//
+// The first violation throws IRError whose message reads `'arith.addf' op
+// operand types differ: f32 vs f16`, then a line with the op as printed and
+// one naming the function; IRError::loc is the op's location, which the
+// reporter prints in front (`k.py:3:7: error: ...`).
+#include "tritium/ir/verifier.h"
+
+#include "text_internal.h"
+
+#include <set>
+
+namespace tritium {
+namespace {
+
+using text::typeText;
+
+const Type *elemOf(const Type *t) { return t->isTensor() ? t->element() : t; }
+bool intLike(const Type *t) {
+  const Type *e = elemOf(t);
+  return e->isScalar() && isInteger(e->dtype());
+}
+bool floatLike(const Type *t) {
+  const Type *e = elemOf(t);
+  return e->isScalar() && isFloat(e->dtype());
+}
+bool ptrLike(const Type *t) { return elemOf(t)->isPointer(); }
+bool sameShape(const Type *a, const Type *b) {
+  if (a->isTensor() != b->isTensor())
+    return false;
+  return !a->isTensor() || a->shape() == b->shape();
+}
+/// `t` with its element replaced by `e` (shape and layout kept).
+const Type *withElem(const Type *t, const Type *e) {
+  return t->isTensor() ? Type::tensor(e, t->shape(), t->layout()) : e;
+}
+int elemBits(const Type *t) {
+  const Type *e = elemOf(t);
+  return e->isScalar() ? bitWidth(e->dtype()) : 64;
+}
+
+std::string kindName(const Attribute &a) {
+  switch (a.index()) {
+  case 0:
+    return "a bool";
+  case 1:
+    return "an integer";
+  case 2:
+    return "a float";
+  case 3:
+    return "a string";
+  default:
+    return "an array";
+  }
+}
+
+std::string joinTypes(const std::vector<const Type *> &ts) {
+  std::string s = "(";
+  for (size_t i = 0; i < ts.size(); ++i)
+    s += (i ? ", " : "") + typeText(ts[i]);
+  return s + ")";
+}
+
+std::vector<const Type *> typesOf(const std::vector<Value *> &vs) {
+  std::vector<const Type *> ts;
+  for (const Value *v : vs)
+    ts.push_back(v->type());
+  return ts;
+}
+
+std::vector<const Type *> argTypesOf(const Block &b) {
+  std::vector<const Type *> ts;
+  for (unsigned i = 0; i < b.numArguments(); ++i)
+    ts.push_back(b.argument(i)->type());
+  return ts;
+}
+
+const std::vector<std::unique_ptr<Block>> &blocksOf(const Region &r) {
+  return const_cast<Region &>(r).blocks();
+}
+
+class Verifier {
+public:
+  explicit Verifier(const Module *m) : module_(m) {}
+
+  void verifyFunction(const Function &f) {
+    func_ = &f;
+    const auto &blocks = blocksOf(f.body());
+    if (blocks.size() != 1)
+      failFunc("body must have exactly one block, found " +
+               std::to_string(blocks.size()));
+    if (f.argAttrs().size() > f.numArgs())
+      failFunc("has attributes for " + std::to_string(f.argAttrs().size()) +
+               " arguments but only " + std::to_string(f.numArgs()) +
+               " arguments");
+    for (const Type *t : f.resultTypes())
+      if (!t)
+        failFunc("has a null result type");
+    all_.clear();
+    const Block &entry = f.entry();
+    for (unsigned i = 0; i < entry.numArguments(); ++i) {
+      all_.insert(entry.argument(i));
+      if (!entry.argument(i)->type())
+        failFunc("argument #" + std::to_string(i) + " has a null type");
+    }
+    const_cast<Function &>(f).walk([&](Operation *op) {
+      for (unsigned i = 0; i < op->numResults(); ++i)
+        all_.insert(op->result(i));
+      for (unsigned r = 0; r < op->numRegions(); ++r)
+        for (const auto &b : blocksOf(op->region(r)))
+          for (unsigned i = 0; i < b->numArguments(); ++i)
+            all_.insert(b->argument(i));
+    });
+    scopes_.clear();
+    verifyBlock(entry, OpCode::Return, nullptr, 0);
+    func_ = nullptr;
+  }
+
+private:
+  // ---- diagnostics
+  // -------------------------------------------------------------
+
+  [[noreturn]] void fail(const Operation &op, const std::string &msg) const {
+    std::string s = std::string("'") + op.name() + "' op " + msg + "\n  " +
+                    text::opSummary(op);
+    if (func_)
+      s += "\n  in tt.func @" + func_->name();
+    throw IRError(s, op.loc());
+  }
+  [[noreturn]] void failFunc(const std::string &msg) const {
+    throw IRError("'tt.func' @" + func_->name() + " " + msg, func_->loc());
+  }
+
+  // ---- counts and attributes
+  // ------------------------------------------------------
+
+  void operands(const Operation &op, unsigned lo, unsigned hi) const {
+    unsigned n = op.numOperands();
+    if (n >= lo && n <= hi)
+      return;
+    std::string want = lo == hi ? std::to_string(lo)
+                       : hi == ~0u
+                           ? "at least " + std::to_string(lo)
+                           : std::to_string(lo) + " to " + std::to_string(hi);
+    fail(op, "expects " + want + " operand" + (hi == 1 && lo == 1 ? "" : "s") +
+                 ", found " + std::to_string(n));
+  }
+  void operands(const Operation &op, unsigned n) const { operands(op, n, n); }
+  void results(const Operation &op, unsigned n) const {
+    if (op.numResults() != n)
+      fail(op, "expects " + std::to_string(n) + " result" +
+                   (n == 1 ? "" : "s") + ", found " +
+                   std::to_string(op.numResults()));
+  }
+
+  const Attribute &attr(const Operation &op, const std::string &key,
+                        size_t kind, const char *kindText) const {
+    auto it = op.attrs().find(key);
+    if (it == op.attrs().end())
+      fail(op,
+           std::string("requires ") + kindText + " attribute '" + key + "'");
+    if (it->second.index() != kind)
+      fail(op, "attribute '" + key + "' must be " + kindText + ", found " +
+                   kindName(it->second));
+    return it->second;
+  }
+  int64_t intAttr(const Operation &op, const std::string &key) const {
+    return std::get<int64_t>(attr(op, key, 1, "an integer"));
+  }
+  const std::string &strAttr(const Operation &op,
+                             const std::string &key) const {
+    return std::get<std::string>(attr(op, key, 3, "a string"));
+  }
+  const std::vector<int64_t> &arrayAttr(const Operation &op,
+                                        const std::string &key) const {
+    return std::get<std::vector<int64_t>>(attr(op, key, 4, "an array"));
+  }
+  /// An optional attribute, checked for its kind when present.
+  void optAttr(const Operation &op, const std::string &key, size_t kind,
+               const char *kindText) const {
+    if (op.hasAttr(key))
+      attr(op, key, kind, kindText);
+  }
+  void oneOf(const Operation &op, const std::string &key,
+             const std::string &value,
+             std::initializer_list<const char *> allowed) const {
+    std::string list;
+    for (const char *a : allowed) {
+      if (value == a)
+        return;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    fail(op, "attribute '" + key + "' has invalid value \"" + value +
+                 "\" (expected one of " + list + ")");
+  }
+
+  // ---- type rules
+  // -----------------------------------------------------------------
+
+  const Type *ty(const Operation &op, unsigned i) const {
+    return op.operand(i)->type();
+  }
+  const Type *rty(const Operation &op, unsigned i = 0) const {
+    return op.result(i)->type();
+  }
+
+  void sameOperandTypes(const Operation &op) const {
+    for (unsigned i = 1; i < op.numOperands(); ++i)
+      if (ty(op, i) != ty(op, 0))
+        fail(op, "operand types differ: " + typeText(ty(op, 0)) + " vs " +
+                     typeText(ty(op, i)));
+  }
+  void resultIsOperandType(const Operation &op, const Type *t) const {
+    if (rty(op) != t)
+      fail(op, "result type " + typeText(rty(op)) +
+                   " differs from operand type " + typeText(t));
+  }
+  /// Same-typed integer (or float) operands, result of that type.
+  void arith(const Operation &op, unsigned n, bool isFloatOp) const {
+    operands(op, n);
+    results(op, 1);
+    sameOperandTypes(op);
+    const Type *t = ty(op, 0);
+    if (isFloatOp && !floatLike(t))
+      fail(op, "operands must be floats, found " + typeText(t));
+    if (!isFloatOp && !intLike(t))
+      fail(op, "operands must be integers, found " + typeText(t));
+    resultIsOperandType(op, t);
+  }
+  void compare(const Operation &op, bool isFloatOp) const {
+    operands(op, 2);
+    results(op, 1);
+    sameOperandTypes(op);
+    const Type *t = ty(op, 0);
+    if (isFloatOp && !floatLike(t))
+      fail(op, "operands must be floats, found " + typeText(t));
+    if (!isFloatOp && !intLike(t) && !ptrLike(t))
+      fail(op, "operands must be integers or pointers, found " + typeText(t));
+    const Type *want = withElem(t, Type::scalar(DType::I1));
+    if (rty(op) != want)
+      fail(op, "result type must be " + typeText(want) + ", found " +
+                   typeText(rty(op)));
+    const std::string &p = strAttr(op, "predicate");
+    if (isFloatOp)
+      oneOf(op, "predicate", p,
+            {"oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult",
+             "ule", "ugt", "uge"});
+    else
+      oneOf(
+          op, "predicate", p,
+          {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"});
+  }
+
+  enum class Cls { Int, Float, Ptr };
+  void cast(const Operation &op, Cls from, Cls to, int widthOrder) const {
+    operands(op, 1);
+    results(op, 1);
+    const Type *in = ty(op, 0), *out = rty(op);
+    if (!sameShape(in, out))
+      fail(op, "result shape differs from operand shape: " + typeText(in) +
+                   " -> " + typeText(out));
+    auto is = [](const Type *t, Cls c) {
+      return c == Cls::Int     ? intLike(t)
+             : c == Cls::Float ? floatLike(t)
+                               : ptrLike(t);
+    };
+    auto name = [](Cls c) {
+      return c == Cls::Int     ? "an integer"
+             : c == Cls::Float ? "a float"
+                               : "a pointer";
+    };
+    if (!is(in, from))
+      fail(op, std::string("operand must be ") + name(from) + ", found " +
+                   typeText(in));
+    if (!is(out, to))
+      fail(op, std::string("result must be ") + name(to) + ", found " +
+                   typeText(out));
+    int a = elemBits(in), b = elemBits(out);
+    if (widthOrder > 0 && !(b > a))
+      fail(op, "must widen, but " + typeText(in) + " -> " + typeText(out) +
+                   " does not");
+    if (widthOrder < 0 && !(b < a))
+      fail(op, "must narrow, but " + typeText(in) + " -> " + typeText(out) +
+                   " does not");
+  }
+
+  void checkMask(const Operation &op, unsigned idx, const Type *ptr) const {
+    const Type *want = withElem(ptr, Type::scalar(DType::I1));
+    if (ty(op, idx) != want)
+      fail(op, "mask must be " + typeText(want) +
+                   " (i1 of the pointer's "
+                   "shape), found " +
+                   typeText(ty(op, idx)));
+  }
+  /// The value type a pointer (tensor) loads/stores; fails if not pointers.
+  const Type *pointeeValueType(const Operation &op) const {
+    const Type *p = ty(op, 0);
+    if (!ptrLike(p))
+      fail(op, "operand #0 must be a pointer or a tensor of pointers, found " +
+                   typeText(p));
+    return withElem(p, elemOf(p)->pointee());
+  }
+  void expectType(const Operation &op, const std::string &what, const Type *got,
+                  const Type *want) const {
+    if (got != want)
+      fail(op,
+           what + " must be " + typeText(want) + ", found " + typeText(got));
+  }
+  const Type *tensorOperand(const Operation &op) const {
+    if (!ty(op, 0)->isTensor())
+      fail(op, "operand must be a tensor, found " + typeText(ty(op, 0)));
+    return ty(op, 0);
+  }
+  const Type *tensorResult(const Operation &op) const {
+    if (!rty(op)->isTensor())
+      fail(op, "result must be a tensor, found " + typeText(rty(op)));
+    return rty(op);
+  }
+  void sameElement(const Operation &op, const Type *in, const Type *out) const {
+    if (elemOf(in) != elemOf(out))
+      fail(op, "result element type " + typeText(elemOf(out)) +
+                   " differs from operand element type " +
+                   typeText(elemOf(in)));
+  }
+
+  // ---- blocks and dominance
+  // -----------------------------------------------------
+
+  /// Verifies `b`'s ops in order and that it ends with `term`. `owner` is the
+  /// op holding the region (null for the function body).
+  void verifyBlock(const Block &b, OpCode term, const Operation *owner,
+                   unsigned regionIdx) {
+    scopes_.emplace_back();
+    for (unsigned i = 0; i < b.numArguments(); ++i)
+      scopes_.back().insert(b.argument(i));
+    for (auto it = b.ops().begin(); it != b.ops().end(); ++it) {
+      const Operation &op = **it;
+      if (op.parentBlock() != &b)
+        fail(op, "is linked into a block that does not own it");
+      if (op.hasTrait(TERM) && std::next(it) != b.ops().end())
+        fail(op, "is a terminator but is not the last op of its block");
+      verifyOp(op);
+      for (unsigned i = 0; i < op.numResults(); ++i)
+        scopes_.back().insert(op.result(i));
+    }
+    const Operation *last = b.ops().empty() ? nullptr : b.ops().back().get();
+    if (!last || last->code() != term) {
+      std::string found = last ? std::string(", found '") + last->name() + "'"
+                               : " (it is empty)";
+      std::string want = std::string("'") + opInfo(term).name + "'";
+      if (owner)
+        fail(*owner, "region #" + std::to_string(regionIdx) +
+                         " must end with " + want + found);
+      failFunc("body must end with " + want + found);
+    }
+    scopes_.pop_back();
+  }
+
+  bool visible(const Value *v) const {
+    for (const auto &s : scopes_)
+      if (s.count(v))
+        return true;
+    return false;
+  }
+
+  /// Checks that `r` has exactly `n` blocks (n < 0: zero or one).
+  const Block *singleBlock(const Operation &op, unsigned idx, bool optional) {
+    const auto &blocks = blocksOf(op.region(idx));
+    if (blocks.size() > 1 || (!optional && blocks.empty()))
+      fail(op, "region #" + std::to_string(idx) + " must have " +
+                   (optional ? "at most one block" : "exactly one block") +
+                   ", found " + std::to_string(blocks.size()));
+    return blocks.empty() ? nullptr : blocks[0].get();
+  }
+
+  void verifyOp(const Operation &op) {
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      const Value *v = op.operand(i);
+      std::string which = "operand #" + std::to_string(i);
+      if (!v)
+        fail(op, which + " is null");
+      if (!v->type())
+        fail(op, which + " has a null type");
+      if (!all_.count(v))
+        fail(op, which + " is a value defined outside the function");
+      if (!visible(v))
+        fail(op, which + " (" + text::valueName(op, v) +
+                     ") does not dominate this use (it is defined later or "
+                     "in a region that does not enclose this op)");
+    }
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      if (!op.result(i)->type())
+        fail(op, "result #" + std::to_string(i) + " has a null type");
+
+    unsigned wantRegions = 0;
+    switch (op.code()) {
+    case OpCode::For:
+      wantRegions = 1;
+      break;
+    case OpCode::If:
+    case OpCode::While:
+      wantRegions = 2;
+      break;
+    default:
+      break;
+    }
+    if (op.numRegions() != wantRegions)
+      fail(op, "expects " + std::to_string(wantRegions) + " region" +
+                   (wantRegions == 1 ? "" : "s") + ", found " +
+                   std::to_string(op.numRegions()));
+
+    verifyRules(op);
+  }
+
+  // ---- per-op rules
+  // --------------------------------------------------------------
+
+  void verifyRules(const Operation &op) {
+    switch (op.code()) {
+    case OpCode::Constant:
+      return verifyConstant(op);
+
+    case OpCode::AddI:
+    case OpCode::SubI:
+    case OpCode::MulI:
+    case OpCode::DivSI:
+    case OpCode::DivUI:
+    case OpCode::RemSI:
+    case OpCode::RemUI:
+    case OpCode::AndI:
+    case OpCode::OrI:
+    case OpCode::XOrI:
+    case OpCode::ShLI:
+    case OpCode::ShRSI:
+    case OpCode::ShRUI:
+    case OpCode::MaxSI:
+    case OpCode::MinSI:
+    case OpCode::MaxUI:
+    case OpCode::MinUI:
+      return arith(op, 2, false);
+    case OpCode::CmpI:
+      return compare(op, false);
+
+    case OpCode::AddF:
+    case OpCode::SubF:
+    case OpCode::MulF:
+    case OpCode::DivF:
+    case OpCode::RemF:
+    case OpCode::MaximumF:
+    case OpCode::MinimumF:
+    case OpCode::MaxNumF:
+    case OpCode::MinNumF:
+      return arith(op, 2, true);
+    case OpCode::NegF:
+      return arith(op, 1, true);
+    case OpCode::CmpF:
+      return compare(op, true);
+
+    case OpCode::Select: {
+      operands(op, 3);
+      results(op, 1);
+      if (ty(op, 1) != ty(op, 2))
+        fail(op, "operand types differ: " + typeText(ty(op, 1)) + " vs " +
+                     typeText(ty(op, 2)));
+      resultIsOperandType(op, ty(op, 1));
+      expectType(op, "condition", ty(op, 0),
+                 withElem(ty(op, 1), Type::scalar(DType::I1)));
+      return;
+    }
+    case OpCode::ExtSI:
+    case OpCode::ExtUI:
+      return cast(op, Cls::Int, Cls::Int, +1);
+    case OpCode::TruncI:
+      return cast(op, Cls::Int, Cls::Int, -1);
+    case OpCode::SIToFP:
+    case OpCode::UIToFP:
+      return cast(op, Cls::Int, Cls::Float, 0);
+    case OpCode::FPToSI:
+    case OpCode::FPToUI:
+      return cast(op, Cls::Float, Cls::Int, 0);
+    case OpCode::ExtF:
+      return cast(op, Cls::Float, Cls::Float, +1);
+    case OpCode::TruncF:
+      return cast(op, Cls::Float, Cls::Float, -1);
+    case OpCode::Bitcast: {
+      operands(op, 1);
+      results(op, 1);
+      const Type *in = ty(op, 0), *out = rty(op);
+      if (!sameShape(in, out))
+        fail(op, "result shape differs from operand shape: " + typeText(in) +
+                     " -> " + typeText(out));
+      if (ptrLike(in) != ptrLike(out))
+        fail(op, "cannot bitcast between a pointer and a non-pointer: " +
+                     typeText(in) + " -> " + typeText(out));
+      if (elemBits(in) != elemBits(out))
+        fail(op, "bit widths differ: " + typeText(in) + " -> " + typeText(out));
+      return;
+    }
+    case OpCode::IntToPtr:
+      cast(op, Cls::Int, Cls::Ptr, 0);
+      if (elemBits(ty(op, 0)) != 64)
+        fail(op,
+             "operand must be a 64-bit integer, found " + typeText(ty(op, 0)));
+      return;
+    case OpCode::PtrToInt:
+      cast(op, Cls::Ptr, Cls::Int, 0);
+      if (elemBits(rty(op)) != 64)
+        fail(op, "result must be a 64-bit integer, found " + typeText(rty(op)));
+      return;
+
+    case OpCode::Exp:
+    case OpCode::Exp2:
+    case OpCode::Log:
+    case OpCode::Log2:
+    case OpCode::Sqrt:
+    case OpCode::Rsqrt:
+    case OpCode::AbsF:
+    case OpCode::Sin:
+    case OpCode::Cos:
+    case OpCode::Floor:
+    case OpCode::Ceil:
+    case OpCode::Erf:
+    case OpCode::Tanh:
+      return arith(op, 1, true);
+    case OpCode::AbsI:
+      return arith(op, 1, false);
+    case OpCode::Fma:
+      return arith(op, 3, true);
+
+    case OpCode::GetProgramId:
+    case OpCode::GetNumPrograms: {
+      operands(op, 0);
+      results(op, 1);
+      int64_t axis = intAttr(op, "axis");
+      if (axis < 0 || axis > 2)
+        fail(op, "axis must be 0, 1 or 2, found " + std::to_string(axis));
+      expectType(op, "result", rty(op), Type::scalar(DType::I32));
+      return;
+    }
+    case OpCode::MakeRange: {
+      operands(op, 0);
+      results(op, 1);
+      int64_t start = intAttr(op, "start"), end = intAttr(op, "end");
+      if (end <= start)
+        fail(op, "end (" + std::to_string(end) +
+                     ") must be greater than start (" + std::to_string(start) +
+                     ")");
+      uint64_t n = (uint64_t)end - (uint64_t)start;
+      if ((n & (n - 1)) != 0)
+        fail(op,
+             "end - start must be a power of two, found " + std::to_string(n));
+      const Type *r = rty(op);
+      if (!r->isTensor() || r->rank() != 1 || (uint64_t)r->shape()[0] != n ||
+          elemOf(r) != Type::scalar(DType::I32))
+        fail(op, "result must be tensor<" + std::to_string(n) +
+                     "xi32>, found " + typeText(r));
+      return;
+    }
+    case OpCode::Splat: {
+      operands(op, 1);
+      results(op, 1);
+      if (ty(op, 0)->isTensor())
+        fail(op, "operand must be a scalar or pointer, found " +
+                     typeText(ty(op, 0)));
+      sameElement(op, ty(op, 0), tensorResult(op));
+      return;
+    }
+    case OpCode::Broadcast: {
+      operands(op, 1);
+      results(op, 1);
+      const Type *in = tensorOperand(op), *out = tensorResult(op);
+      sameElement(op, in, out);
+      if (in->rank() != out->rank())
+        fail(op, "operand and result ranks differ: " + typeText(in) + " -> " +
+                     typeText(out));
+      for (int i = 0; i < in->rank(); ++i)
+        if (in->shape()[i] != out->shape()[i] && in->shape()[i] != 1)
+          fail(op, "dimension " + std::to_string(i) + " of size " +
+                       std::to_string(in->shape()[i]) +
+                       " cannot broadcast to " +
+                       std::to_string(out->shape()[i]));
+      return;
+    }
+    case OpCode::ExpandDims: {
+      operands(op, 1);
+      results(op, 1);
+      const Type *in = tensorOperand(op), *out = tensorResult(op);
+      sameElement(op, in, out);
+      int64_t axis = intAttr(op, "axis");
+      if (axis < 0 || axis > in->rank())
+        fail(op, "axis " + std::to_string(axis) + " out of range [0, " +
+                     std::to_string(in->rank()) + "]");
+      std::vector<int64_t> want = in->shape();
+      want.insert(want.begin() + axis, 1);
+      if (out->shape() != want)
+        fail(op, "result shape must be " +
+                     typeText(Type::tensor(elemOf(out), want)) + ", found " +
+                     typeText(out));
+      return;
+    }
+    case OpCode::Reshape: {
+      operands(op, 1);
+      results(op, 1);
+      const Type *in = tensorOperand(op), *out = tensorResult(op);
+      sameElement(op, in, out);
+      if (in->numElements() != out->numElements())
+        fail(op,
+             "element counts differ: " + typeText(in) + " -> " + typeText(out));
+      return;
+    }
+    case OpCode::Trans: {
+      operands(op, 1);
+      results(op, 1);
+      const Type *in = tensorOperand(op), *out = tensorResult(op);
+      sameElement(op, in, out);
+      const auto &order = arrayAttr(op, "order");
+      std::vector<bool> seen(in->rank(), false);
+      bool ok = (int)order.size() == in->rank();
+      for (int64_t d : order) {
+        if (!ok || d < 0 || d >= in->rank() || seen[d]) {
+          ok = false;
+          break;
+        }
+        seen[d] = true;
+      }
+      if (!ok)
+        fail(op, "order must be a permutation of the operand's " +
+                     std::to_string(in->rank()) + " dimensions");
+      std::vector<int64_t> want;
+      for (int64_t d : order)
+        want.push_back(in->shape()[d]);
+      if (out->shape() != want)
+        fail(op, "result shape must be " +
+                     typeText(Type::tensor(elemOf(out), want)) + ", found " +
+                     typeText(out));
+      return;
+    }
+
+    case OpCode::AddPtr: {
+      operands(op, 2);
+      results(op, 1);
+      const Type *p = ty(op, 0), *o = ty(op, 1);
+      if (!ptrLike(p))
+        fail(op, "operand #0 must be a pointer or a tensor of pointers, "
+                 "found " +
+                     typeText(p));
+      if (!intLike(o))
+        fail(op, "offset must be an integer, found " + typeText(o));
+      if (!sameShape(p, o))
+        fail(op, "pointer and offset shapes differ: " + typeText(p) + " vs " +
+                     typeText(o));
+      resultIsOperandType(op, p);
+      return;
+    }
+    case OpCode::Load: {
+      operands(op, 1, 3);
+      results(op, 1);
+      const Type *val = pointeeValueType(op);
+      expectType(op, "result", rty(op), val);
+      if (op.numOperands() > 1)
+        checkMask(op, 1, ty(op, 0));
+      if (op.numOperands() > 2)
+        expectType(op, "other", ty(op, 2), val);
+      optAttr(op, "cache", 3, "a string");
+      optAttr(op, "eviction", 3, "a string");
+      optAttr(op, "volatile", 0, "a bool");
+      return;
+    }
+    case OpCode::Store: {
+      operands(op, 2, 3);
+      results(op, 0);
+      const Type *val = pointeeValueType(op);
+      expectType(op, "stored value", ty(op, 1), val);
+      if (op.numOperands() > 2)
+        checkMask(op, 2, ty(op, 0));
+      optAttr(op, "cache", 3, "a string");
+      optAttr(op, "eviction", 3, "a string");
+      return;
+    }
+    case OpCode::AtomicRMW: {
+      operands(op, 2, 3);
+      results(op, 1);
+      const Type *val = pointeeValueType(op);
+      expectType(op, "value", ty(op, 1), val);
+      if (op.numOperands() > 2)
+        checkMask(op, 2, ty(op, 0));
+      expectType(op, "result", rty(op), val);
+      oneOf(op, "kind", strAttr(op, "kind"),
+            {"add", "max", "min", "and", "or", "xor", "xchg"});
+      return;
+    }
+    case OpCode::AtomicCAS: {
+      operands(op, 3);
+      results(op, 1);
+      const Type *val = pointeeValueType(op);
+      expectType(op, "compared value", ty(op, 1), val);
+      expectType(op, "new value", ty(op, 2), val);
+      expectType(op, "result", rty(op), val);
+      return;
+    }
+
+    case OpCode::Reduce: {
+      operands(op, 1);
+      results(op, 1);
+      const Type *in = tensorOperand(op);
+      int64_t axis = intAttr(op, "axis");
+      if (axis < 0 || axis >= in->rank())
+        fail(op, "axis " + std::to_string(axis) + " out of range [0, " +
+                     std::to_string(in->rank()) + ")");
+      const std::string &kind = strAttr(op, "kind");
+      oneOf(op, "kind", kind,
+            {"sum", "prod", "max", "min", "argmax", "argmin", "xor_sum"});
+      const Type *elem = (kind == "argmax" || kind == "argmin")
+                             ? Type::scalar(DType::I32)
+                             : elemOf(in);
+      std::vector<int64_t> shape = in->shape();
+      shape.erase(shape.begin() + axis);
+      const Type *out = rty(op);
+      // Shape and element only: at the GPU level the result has its own
+      // (slice) layout.
+      bool ok = elemOf(out) == elem &&
+                (shape.empty() ? !out->isTensor()
+                               : out->isTensor() && out->shape() == shape);
+      if (!ok)
+        fail(op,
+             "result must be " +
+                 typeText(shape.empty() ? elem : Type::tensor(elem, shape)) +
+                 ", found " + typeText(out));
+      return;
+    }
+    case OpCode::Dot: {
+      operands(op, 3);
+      results(op, 1);
+      const Type *a = ty(op, 0), *b = ty(op, 1), *c = ty(op, 2);
+      for (unsigned i = 0; i < 3; ++i)
+        if (!ty(op, i)->isTensor() || ty(op, i)->rank() != 2)
+          fail(op, "operand #" + std::to_string(i) +
+                       " must be a 2-D tensor, found " + typeText(ty(op, i)));
+      int64_t M = a->shape()[0], K = a->shape()[1], N = b->shape()[1];
+      if (b->shape()[0] != K)
+        fail(op,
+             "inner dimensions differ: " + typeText(a) + " and " + typeText(b));
+      if (c->shape()[0] != M || c->shape()[1] != N)
+        fail(op, "accumulator must be " + std::to_string(M) + "x" +
+                     std::to_string(N) + ", found " + typeText(c));
+      resultIsOperandType(op, c);
+      if (op.hasAttr("input_precision"))
+        oneOf(op, "input_precision", strAttr(op, "input_precision"),
+              {"tf32", "tf32x3", "ieee"});
+      optAttr(op, "max_num_imprecise_acc", 1, "an integer");
+      return;
+    }
+
+    case OpCode::Call:
+      return verifyCall(op);
+    case OpCode::Return: {
+      results(op, 0);
+      if (op.parentOp())
+        fail(op, "must be in a function body, not in '" +
+                     std::string(op.parentOp()->name()) + "'");
+      auto got = typesOf(op.operands());
+      if (func_ && got != func_->resultTypes())
+        fail(op, "operand types " + joinTypes(got) +
+                     " do not match the function's result types " +
+                     joinTypes(func_->resultTypes()));
+      return;
+    }
+    case OpCode::For:
+      return verifyFor(op);
+    case OpCode::If:
+      return verifyIf(op);
+    case OpCode::While:
+      return verifyWhile(op);
+    case OpCode::Condition: {
+      results(op, 0);
+      operands(op, 1, ~0u);
+      const Operation *p = op.parentOp();
+      if (!p || p->code() != OpCode::While ||
+          op.parentBlock()->parentRegion() != &p->region(0))
+        fail(op, "must end the 'before' region of 'scf.while'");
+      expectType(op, "condition", ty(op, 0), Type::scalar(DType::I1));
+      return;
+    }
+    case OpCode::Yield: {
+      results(op, 0);
+      const Operation *p = op.parentOp();
+      bool ok = p && (p->code() == OpCode::For || p->code() == OpCode::If ||
+                      (p->code() == OpCode::While &&
+                       op.parentBlock()->parentRegion() == &p->region(1)));
+      if (!ok)
+        fail(op, "must end a region of 'scf.for', 'scf.if' or the 'after' "
+                 "region of 'scf.while'");
+      return;
+    }
+    case OpCode::Print:
+      results(op, 0);
+      optAttr(op, "prefix", 3, "a string");
+      return;
+    case OpCode::Assert:
+      operands(op, 1);
+      results(op, 0);
+      if (elemOf(ty(op, 0)) != Type::scalar(DType::I1))
+        fail(op, "condition must be i1 (or a tensor of i1), found " +
+                     typeText(ty(op, 0)));
+      optAttr(op, "message", 3, "a string");
+      return;
+    case OpCode::NumOps:
+      break;
+    }
+    fail(op, "has an invalid op code");
+  }
+
+  void verifyConstant(const Operation &op) {
+    operands(op, 0);
+    results(op, 1);
+    auto it = op.attrs().find("value");
+    if (it == op.attrs().end())
+      fail(op, "requires attribute 'value'");
+    const Type *e = elemOf(rty(op));
+    const Attribute &v = it->second;
+    bool ok;
+    std::string want;
+    if (e->isPointer()) {
+      ok = v.index() == 1;
+      want = "an integer";
+    } else if (isFloat(e->dtype())) {
+      ok = v.index() == 2 || v.index() == 1;
+      want = "a float";
+    } else if (e->dtype() == DType::I1) {
+      ok = v.index() == 0 || v.index() == 1;
+      want = "a bool";
+    } else {
+      ok = v.index() == 1 || v.index() == 0;
+      want = "an integer";
+    }
+    if (!ok)
+      fail(op, "attribute 'value' must be " + want + " for " + typeText(e) +
+                   ", found " + kindName(v));
+  }
+
+  void verifyCall(const Operation &op) {
+    const std::string &callee = strAttr(op, "callee");
+    const Module *m =
+        module_ ? module_ : (func_ ? func_->parentModule() : nullptr);
+    if (!m)
+      return; // a lone function: nothing to resolve against
+    const Function *f = m->lookup(callee);
+    if (!f)
+      fail(op, "callee @" + callee + " is not defined in the module");
+    auto got = typesOf(op.operands());
+    auto want = f->argTypes();
+    if (got != want)
+      fail(op, "operand types " + joinTypes(got) + " do not match @" + callee +
+                   "'s argument types " + joinTypes(want));
+    auto res = typesOf(op.results());
+    if (res != f->resultTypes())
+      fail(op, "result types " + joinTypes(res) + " do not match @" + callee +
+                   "'s result types " + joinTypes(f->resultTypes()));
+  }
+
+  /// The terminator of `b` (already verified to be of the right kind).
+  const Operation &terminatorOf(const Block &b) { return *b.ops().back(); }
+
+  void verifyFor(const Operation &op) {
+    operands(op, 3, ~0u);
+    const Type *iv = ty(op, 0);
+    if (!iv->isScalar() || !isInteger(iv->dtype()))
+      fail(op, "lower bound must be a scalar integer, found " + typeText(iv));
+    if (ty(op, 1) != iv || ty(op, 2) != iv)
+      fail(op, "bounds and step must have one type, found " + typeText(iv) +
+                   ", " + typeText(ty(op, 1)) + ", " + typeText(ty(op, 2)));
+    std::vector<Value *> inits(op.operands().begin() + 3, op.operands().end());
+    auto initTypes = typesOf(inits);
+    auto resTypes = typesOf(op.results());
+    if (resTypes != initTypes)
+      fail(op, "result types " + joinTypes(resTypes) +
+                   " do not match the init types " + joinTypes(initTypes));
+    optAttr(op, "unroll", 3, "a string");
+    optAttr(op, "num_stages", 1, "an integer");
+    const Block *body = singleBlock(op, 0, false);
+    std::vector<const Type *> want{iv};
+    want.insert(want.end(), initTypes.begin(), initTypes.end());
+    if (argTypesOf(*body) != want)
+      fail(op, "body arguments " + joinTypes(argTypesOf(*body)) +
+                   " must be the induction variable and one per init: " +
+                   joinTypes(want));
+    verifyBlock(*body, OpCode::Yield, &op, 0);
+    checkYield(terminatorOf(*body), resTypes, "scf.for");
+  }
+
+  void verifyIf(const Operation &op) {
+    operands(op, 1);
+    expectType(op, "condition", ty(op, 0), Type::scalar(DType::I1));
+    const Block *thenB = singleBlock(op, 0, false);
+    const Block *elseB = singleBlock(op, 1, true);
+    auto resTypes = typesOf(op.results());
+    if (!elseB && !resTypes.empty())
+      fail(op, "has results, so it needs an else region");
+    for (const Block *b : {thenB, elseB}) {
+      if (!b)
+        continue;
+      if (b->numArguments())
+        fail(op, "regions must not have block arguments");
+      verifyBlock(*b, OpCode::Yield, &op, b == thenB ? 0 : 1);
+      checkYield(terminatorOf(*b), resTypes, "scf.if");
+    }
+  }
+
+  void verifyWhile(const Operation &op) {
+    auto initTypes = typesOf(op.operands());
+    auto resTypes = typesOf(op.results());
+    const Block *before = singleBlock(op, 0, false);
+    const Block *after = singleBlock(op, 1, false);
+    if (argTypesOf(*before) != initTypes)
+      fail(op, "'before' block arguments " + joinTypes(argTypesOf(*before)) +
+                   " must match the init types " + joinTypes(initTypes));
+    verifyBlock(*before, OpCode::Condition, &op, 0);
+    const Operation &cond = terminatorOf(*before);
+    std::vector<Value *> fwd(cond.operands().begin() + 1,
+                             cond.operands().end());
+    if (typesOf(fwd) != resTypes)
+      fail(op, "scf.condition forwards " + joinTypes(typesOf(fwd)) +
+                   " but the op's result types are " + joinTypes(resTypes));
+    if (argTypesOf(*after) != resTypes)
+      fail(op, "'after' block arguments " + joinTypes(argTypesOf(*after)) +
+                   " must match the result types " + joinTypes(resTypes));
+    verifyBlock(*after, OpCode::Yield, &op, 1);
+    checkYield(terminatorOf(*after), initTypes, "scf.while");
+  }
+
+  void checkYield(const Operation &yield, const std::vector<const Type *> &want,
+                  const char *what) {
+    auto got = typesOf(yield.operands());
+    if (got != want)
+      fail(yield, "operand types " + joinTypes(got) + " do not match the " +
+                      std::string(what) + " types " + joinTypes(want));
+  }
+
+  const Module *module_;
+  const Function *func_ = nullptr;
+  std::set<const Value *> all_;
+  std::vector<std::set<const Value *>> scopes_;
+};
+
+} // namespace
+
+void verify(const Module &m) {
+  std::set<std::string> names;
+  Verifier v(&m);
+  for (const auto &f : m.functions()) {
+    if (!names.insert(f->name()).second)
+      throw IRError("'tt.func' @" + f->name() + " is defined twice", f->loc());
+    v.verifyFunction(*f);
+  }
+}
+
+void verify(const Function &f) {
+  Verifier v(f.parentModule());
+  v.verifyFunction(f);
+}
+
+} // namespace tritium

@@ -1,0 +1,289 @@
+// Casts: integer width changes, int <-> float, float <-> float (fp8 through
+// fp16, which needs sm_89), bitcasts and pointer <-> int.
+//
+// Rounding: to nearest even for narrowing float casts and int -> float;
+// toward zero for float -> int. bf16 widens by a shift (exact on every
+// target); conversions PTX lacks go through fp32, which can round twice only
+// from fp64 or 64-bit ints into bf16/fp8.
+#include "emitter.h"
+
+namespace tritium::nvidia {
+
+namespace {
+
+bool isFP8(DType t) { return t == DType::FP8E4NV || t == DType::FP8E5; }
+const char *fp8Name(DType t) { return t == DType::FP8E4NV ? "e4m3x2" : "e5m2x2"; }
+int regBits(DType t) { return std::max(16, bitWidth(t)); }
+
+std::string fp8ToF16(Emitter &e, const Operation &op, DType t, const std::string &r) {
+  e.requireSM(op, 89, "converting from fp8");
+  std::string w = e.reg(RC::B32), lo = e.reg(RC::B16), hi = e.reg(RC::B16);
+  e.ins(std::string("cvt.rn.f16x2.") + fp8Name(t) + " " + w + ", " + r);
+  e.ins("mov.b32 {" + lo + ", " + hi + "}, " + w);
+  return lo;
+}
+
+std::string f32ToFP8(Emitter &e, const Operation &op, DType t, const std::string &f) {
+  e.requireSM(op, 89, "converting to fp8");
+  std::string zero = e.reg(RC::F32), p = e.reg(RC::B16), d = e.reg(RC::B16);
+  e.ins("mov.f32 " + zero + ", 0f00000000");
+  // The low byte gets the second operand.
+  e.ins(std::string("cvt.rn.satfinite.") + fp8Name(t) + ".f32 " + p + ", " +
+        zero + ", " + f);
+  e.ins("and.b16 " + d + ", " + p + ", 0x00FF");
+  return d;
+}
+
+std::string intCast(Emitter &e, DType from, DType to, const std::string &r,
+                    bool sext) {
+  if (from == to)
+    return r;
+  if (from == DType::I1) {
+    RC rc = regClass(Type::scalar(to));
+    std::string d = e.reg(rc);
+    e.ins("selp." + bitType(rc) + " " + d + ", " + (sext ? "-1" : "1") + ", 0, " + r);
+    return normalizeInt(e, to, d);
+  }
+  int fb = regBits(from), tb = regBits(to);
+  if (to == DType::I1) {
+    RC rc = regClass(Type::scalar(from));
+    std::string t = e.reg(rc), p = e.reg(RC::Pred);
+    e.ins("and." + bitType(rc) + " " + t + ", " + r + ", 1");
+    e.ins("setp.ne." + bitType(rc) + " " + p + ", " + t + ", 0");
+    return p;
+  }
+  std::string src = r;
+  bool widening = bitWidth(to) > bitWidth(from);
+  if (widening && bitWidth(from) == 8)
+    src = prepareInt(e, from, r, sext);
+  if (fb == tb)
+    return normalizeInt(e, to, src);
+  std::string d = e.reg(regClass(Type::scalar(to)));
+  if (widening)
+    e.ins("cvt." + intType(to, sext) + "." + intType(from, sext) + " " + d + ", " + src);
+  else
+    e.ins("cvt.u" + std::to_string(tb) + ".u" + std::to_string(fb) + " " + d + ", " + src);
+  return normalizeInt(e, to, d);
+}
+
+std::string intToFloat(Emitter &e, const Operation &op, DType from, DType to,
+                       const std::string &r, bool signedOp) {
+  std::string src = r;
+  if (from == DType::I1) {
+    std::string f = e.reg(RC::F32);
+    e.ins("selp.f32 " + f + ", " + (signedOp ? "0fBF800000" : "0f3F800000") +
+          ", 0f00000000, " + r);
+    return fromF32(e, op, to, f);
+  }
+  src = prepareInt(e, from, r, signedOp);
+  std::string it = intType(from, signedOp);
+  if (to == DType::FP32 || to == DType::FP64 || to == DType::FP16) {
+    RC rc = to == DType::FP32 ? RC::F32 : to == DType::FP64 ? RC::F64 : RC::B16;
+    std::string d = e.reg(rc);
+    const char *ft = to == DType::FP32 ? "f32" : to == DType::FP64 ? "f64" : "f16";
+    e.ins(std::string("cvt.rn.") + ft + "." + it + " " + d + ", " + src);
+    return d;
+  }
+  std::string f = e.reg(RC::F32);
+  e.ins("cvt.rn.f32." + it + " " + f + ", " + src);
+  return fromF32(e, op, to, f);
+}
+
+std::string floatToInt(Emitter &e, const Operation &op, DType from, DType to,
+                       const std::string &r, bool signedOp) {
+  std::string src = r;
+  const char *ft = "f32";
+  if (from == DType::FP64)
+    ft = "f64";
+  else if (from == DType::FP16)
+    ft = "f16";
+  else if (from != DType::FP32)
+    src = toF32(e, op, from, r);
+  if (to == DType::I1) {
+    std::string p = e.reg(RC::Pred);
+    if (std::string(ft) == "f16") {
+      src = toF32(e, op, from, r);
+      ft = "f32";
+    }
+    e.ins(std::string("setp.ne.") + ft + " " + p + ", " + src + ", " +
+          (std::string(ft) == "f64" ? "0d0000000000000000" : "0f00000000"));
+    return p;
+  }
+  std::string d = e.reg(regClass(Type::scalar(to)));
+  e.ins("cvt.rzi." + intType(to, signedOp) + "." + ft + " " + d + ", " + src);
+  return normalizeInt(e, to, d);
+}
+
+std::string floatToFloat(Emitter &e, const Operation &op, DType from, DType to,
+                         const std::string &r) {
+  if (from == to)
+    return r;
+  auto cvt = [&](RC rc, const std::string &mn, const std::string &s) {
+    std::string d = e.reg(rc);
+    e.ins(mn + " " + d + ", " + s);
+    return d;
+  };
+  if (isFP8(from)) {
+    std::string h = fp8ToF16(e, op, from, r);
+    return floatToFloat(e, op, DType::FP16, to, h);
+  }
+  switch (from) {
+  case DType::FP16:
+    if (to == DType::FP32)
+      return cvt(RC::F32, "cvt.f32.f16", r);
+    if (to == DType::FP64)
+      return cvt(RC::F64, "cvt.f64.f16", r);
+    if (isFP8(to)) {
+      e.requireSM(op, 89, "converting to fp8");
+      std::string zero = e.reg(RC::B16), w = e.reg(RC::B32), p = e.reg(RC::B16),
+                  d = e.reg(RC::B16);
+      e.ins("mov.b16 " + zero + ", 0x0000");
+      e.ins("mov.b32 " + w + ", {" + r + ", " + zero + "}");
+      e.ins(std::string("cvt.rn.satfinite.") + fp8Name(to) + ".f16x2 " + p + ", " + w);
+      e.ins("and.b16 " + d + ", " + p + ", 0x00FF");
+      return d;
+    }
+    return fromF32(e, op, to, toF32(e, op, from, r));
+  case DType::BF16:
+    if (to == DType::FP64)
+      return cvt(RC::F64, "cvt.f64.f32", toF32(e, op, from, r));
+    return fromF32(e, op, to, toF32(e, op, from, r));
+  case DType::FP32:
+    return fromF32(e, op, to, r);
+  case DType::FP64:
+    if (to == DType::FP32)
+      return cvt(RC::F32, "cvt.rn.f32.f64", r);
+    if (to == DType::FP16)
+      return cvt(RC::B16, "cvt.rn.f16.f64", r);
+    return fromF32(e, op, to, cvt(RC::F32, "cvt.rn.f32.f64", r));
+  default:
+    e.internalError(op, "casts from an unexpected float type");
+  }
+}
+
+std::string bitcastElement(Emitter &e, DType from, DType to, const std::string &r) {
+  RC fc = regClass(Type::scalar(from)), tc = regClass(Type::scalar(to));
+  if (fc == tc) {
+    // Same register; 8-bit ints keep their own extension.
+    if (bitWidth(to) == 8 && !isFloat(to))
+      return normalizeInt(e, to, r);
+    if (isFP8(to) && from != to) {
+      std::string d = e.reg(RC::B16);
+      e.ins("and.b16 " + d + ", " + r + ", 0x00FF");
+      return d;
+    }
+    return r;
+  }
+  std::string d = e.reg(tc);
+  e.ins((bitWidth(to) == 64 ? "mov.b64 " : "mov.b32 ") + d + ", " + r);
+  return d;
+}
+
+} // namespace
+
+std::string toF32(Emitter &e, const Operation &op, DType t, const std::string &r) {
+  switch (t) {
+  case DType::FP32:
+    return r;
+  case DType::FP64: {
+    std::string d = e.reg(RC::F32);
+    e.ins("cvt.rn.f32.f64 " + d + ", " + r);
+    return d;
+  }
+  case DType::FP16: {
+    std::string d = e.reg(RC::F32);
+    e.ins("cvt.f32.f16 " + d + ", " + r);
+    return d;
+  }
+  case DType::BF16: {
+    // bf16 is the top half of an fp32.
+    std::string w = e.reg(RC::B32), s = e.reg(RC::B32), d = e.reg(RC::F32);
+    e.ins("cvt.u32.u16 " + w + ", " + r);
+    e.ins("shl.b32 " + s + ", " + w + ", 16");
+    e.ins("mov.b32 " + d + ", " + s);
+    return d;
+  }
+  case DType::FP8E4NV:
+  case DType::FP8E5:
+    return toF32(e, op, DType::FP16, fp8ToF16(e, op, t, r));
+  default:
+    e.internalError(op, "converts a non-float to fp32");
+  }
+}
+
+std::string fromF32(Emitter &e, const Operation &op, DType t, const std::string &f) {
+  switch (t) {
+  case DType::FP32:
+    return f;
+  case DType::FP64: {
+    std::string d = e.reg(RC::F64);
+    e.ins("cvt.f64.f32 " + d + ", " + f);
+    return d;
+  }
+  case DType::FP16: {
+    std::string d = e.reg(RC::B16);
+    e.ins("cvt.rn.f16.f32 " + d + ", " + f);
+    return d;
+  }
+  case DType::BF16: {
+    std::string d = e.reg(RC::B16);
+    e.ins("cvt.rn.bf16.f32 " + d + ", " + f);
+    return d;
+  }
+  case DType::FP8E4NV:
+  case DType::FP8E5:
+    return f32ToFP8(e, op, t, f);
+  default:
+    e.internalError(op, "converts fp32 to a non-float");
+  }
+}
+
+std::string castElement(Emitter &e, const Operation &op, OpCode code,
+                        const Type *from, const Type *to, const std::string &r) {
+  switch (code) {
+  case OpCode::IntToPtr:
+  case OpCode::PtrToInt:
+    return r; // both live in 64-bit registers
+  case OpCode::Bitcast:
+    if (from->isPointer() || to->isPointer())
+      return r;
+    return bitcastElement(e, from->dtype(), to->dtype(), r);
+  case OpCode::ExtSI:
+  case OpCode::ExtUI:
+  case OpCode::TruncI:
+    return intCast(e, from->dtype(), to->dtype(), r, code == OpCode::ExtSI);
+  case OpCode::SIToFP:
+  case OpCode::UIToFP:
+    return intToFloat(e, op, from->dtype(), to->dtype(), r, code == OpCode::SIToFP);
+  case OpCode::FPToSI:
+  case OpCode::FPToUI:
+    return floatToInt(e, op, from->dtype(), to->dtype(), r, code == OpCode::FPToSI);
+  case OpCode::ExtF:
+  case OpCode::TruncF:
+    return floatToFloat(e, op, from->dtype(), to->dtype(), r);
+  default:
+    e.internalError(op, "is not a cast");
+  }
+}
+
+bool emitCast(Emitter &e, Operation &op) {
+  switch (op.code()) {
+  case OpCode::ExtSI: case OpCode::ExtUI: case OpCode::TruncI:
+  case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI:
+  case OpCode::FPToUI: case OpCode::ExtF: case OpCode::TruncF:
+  case OpCode::Bitcast: case OpCode::IntToPtr: case OpCode::PtrToInt:
+    break;
+  default:
+    return false;
+  }
+  const Type *from = op.operand(0)->type()->scalarType();
+  const Type *to = op.result(0)->type()->scalarType();
+  const Regs &in = e.regs(op.operand(0));
+  Regs out;
+  for (const std::string &r : in)
+    out.push_back(castElement(e, op, op.code(), from, to, r));
+  e.bind(op.result(0), std::move(out));
+  return true;
+}
+
+} // namespace tritium::nvidia

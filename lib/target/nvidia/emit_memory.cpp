@@ -1,0 +1,538 @@
+// Global memory: loads, stores and atomics.
+//
+// Loads and stores move as many consecutive elements per instruction as the
+// layout, the axis info and the mask allow (up to 16 bytes:
+// ld.global.v4.b32), predicated on the mask. A masked load first sets its
+// destination registers to `other` (or zero), so masked-off lanes keep it.
+// Stores and atomics run only in the thread that owns each element (layouts
+// smaller than the CTA hold copies); an atomic whose result those copies
+// need hands it over through shared memory.
+#include "emitter.h"
+
+namespace tritium::nvidia {
+
+namespace {
+
+int64_t dim0Component(const gpu::Basis &b, int d0) { return b[d0]; }
+
+/// Elements per access for a tensor of pointers.
+int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
+  const Type *pt = ptr->type();
+  if (!pt->isTensor())
+    return 1;
+  const gpu::LinearLayout &ll = gpu::linearOf(pt);
+  if (ll.reg.empty())
+    return 1;
+  int d0 = -1;
+  for (int d = 0; d < ll.rank(); ++d)
+    if (ll.reg[0][d] == 1)
+      d0 = d;
+  if (d0 < 0)
+    return 1;
+  int run = 0;
+  while (run < (int)ll.reg.size()) {
+    gpu::Basis want(ll.rank(), 0);
+    want[d0] = int64_t(1) << run;
+    if (ll.reg[run] != want)
+      break;
+    ++run;
+  }
+  AxisInfo info = e.axis.get(ptr);
+  int64_t v = std::min<int64_t>({int64_t(1) << run, info.contiguity[d0],
+                                 std::max<int64_t>(1, info.divisibility[d0] / eb),
+                                 std::max<int64_t>(1, 16 / eb)});
+  if (mask && mask->type()->isTensor())
+    v = std::min<int64_t>(v, e.axis.get(mask).constancy[d0]);
+  int64_t p = 1;
+  while (p * 2 <= v)
+    p *= 2;
+  v = p;
+  // A vector must start at a coordinate that is a multiple of its length.
+  auto aligned = [&](int64_t v) {
+    int bits = gpu::log2Exact(v);
+    for (size_t i = bits; i < ll.reg.size(); ++i)
+      if (dim0Component(ll.reg[i], d0) % v)
+        return false;
+    for (const auto *set : {&ll.lane, &ll.warp})
+      for (const gpu::Basis &b : *set)
+        if (dim0Component(b, d0) % v)
+          return false;
+    return true;
+  };
+  while (v > 1 && !aligned(v))
+    v /= 2;
+  if (eb < 4 && v * eb < 4)
+    v = 1; // sub-word elements only in whole 32-bit words
+  return (int)v;
+}
+
+std::string list(const Regs &r) {
+  if (r.size() == 1)
+    return r[0];
+  std::string s = "{";
+  for (size_t k = 0; k < r.size(); ++k)
+    s += (k ? ", " : "") + r[k];
+  return s + "}";
+}
+
+bool isBool(const Type *elem) {
+  return elem->isScalar() && elem->dtype() == DType::I1;
+}
+
+std::string zeroOf(RC c) {
+  switch (c) {
+  case RC::F32: return "0f00000000";
+  case RC::F64: return "0d0000000000000000";
+  default: return "0";
+  }
+}
+
+/// An element as its register in memory form (i1 -> 0/1 in 16 bits).
+std::string memValue(Emitter &e, const Type *elem, const std::string &r) {
+  if (!isBool(elem))
+    return r;
+  std::string b = e.reg(RC::B16);
+  e.ins("selp.u16 " + b + ", 1, 0, " + r);
+  return b;
+}
+
+/// Packs sub-word elements (in 16-bit registers) into one 32-bit word.
+std::string packWord(Emitter &e, const Regs &elems, int64_t eb) {
+  std::string w = e.reg(RC::B32);
+  if (eb == 2) {
+    e.ins("mov.b32 " + w + ", {" + elems[0] + ", " + elems[1] + "}");
+    return w;
+  }
+  e.ins("mov.b32 " + w + ", 0");
+  for (size_t k = 0; k < elems.size(); ++k) {
+    std::string t = e.reg(RC::B32), n = e.reg(RC::B32);
+    e.ins("cvt.u32.u16 " + t + ", " + elems[k]);
+    e.ins("bfi.b32 " + n + ", " + t + ", " + w + ", " + std::to_string(8 * k) + ", 8");
+    w = n;
+  }
+  return w;
+}
+
+Regs unpackWord(Emitter &e, const std::string &w, int64_t eb, bool signedByte) {
+  Regs out;
+  if (eb == 2) {
+    std::string lo = e.reg(RC::B16), hi = e.reg(RC::B16);
+    e.ins("mov.b32 {" + lo + ", " + hi + "}, " + w);
+    return {lo, hi};
+  }
+  for (int k = 0; k < 4; ++k) {
+    std::string t = e.reg(RC::B32), d = e.reg(RC::B16);
+    e.ins(std::string(signedByte ? "bfe.s32 " : "bfe.u32 ") + t + ", " + w + ", " +
+          std::to_string(8 * k) + ", 8");
+    e.ins("cvt.u16.u32 " + d + ", " + t);
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::string cacheSuffix(const Operation &op, bool isLoad) {
+  std::string s;
+  if (op.hasAttr("cache") && std::holds_alternative<std::string>(op.attrs().at("cache"))) {
+    std::string c = op.strAttr("cache");
+    if (!c.empty() && c[0] == '.')
+      c = c.substr(1);
+    static const char *loads[] = {"ca", "cg", "cs", "lu", "cv"};
+    static const char *stores[] = {"wb", "cg", "cs", "wt"};
+    bool ok = false;
+    if (isLoad)
+      for (const char *x : loads)
+        ok |= c == x;
+    else
+      for (const char *x : stores)
+        ok |= c == x;
+    if (ok)
+      s = "." + c;
+  }
+  if (s.empty() && op.hasAttr("eviction") &&
+      std::holds_alternative<std::string>(op.attrs().at("eviction"))) {
+    const std::string &ev = op.strAttr("eviction");
+    if (ev == "evict_first" || ev == "evict_last")
+      s = ".L1::" + ev;
+  }
+  return s;
+}
+
+void emitLoad(Emitter &e, Operation &op) {
+  Value *ptr = op.operand(0);
+  Value *mask = op.numOperands() > 1 ? op.operand(1) : nullptr;
+  Value *other = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  const Type *elem = op.result(0)->type()->scalarType();
+  int64_t eb = gpu::storageBytes(elem);
+  int v = vectorWidth(e, ptr, mask, eb);
+  int n = Emitter::numRegs(op.result(0)->type());
+  const Regs &pr = e.regs(ptr);
+  const Regs *mr = mask ? &e.regs(mask) : nullptr;
+  const Regs *orr = other ? &e.regs(other) : nullptr;
+  bool vol = op.hasAttr("volatile") &&
+             std::holds_alternative<bool>(op.attrs().at("volatile")) &&
+             op.boolAttr("volatile");
+  std::string mods = vol ? ".volatile.global" : ".global" + cacheSuffix(op, true);
+  bool boolElem = isBool(elem);
+  Regs out;
+  for (int g = 0; g < n; g += v) {
+    std::string guard = mr ? "@" + (*mr)[g] + " " : "";
+    Regs got;
+    if (eb >= 4 || v == 1) {
+      RC rc = boolElem ? RC::B16 : regClass(elem);
+      for (int k = 0; k < v; ++k) {
+        std::string d = e.reg(rc);
+        if (mr) {
+          if (orr)
+            e.ins(std::string(movFor(rc)) + " " + d + ", " +
+                  memValue(e, elem, (*orr)[g + k]));
+          else
+            e.ins(std::string(movFor(rc)) + " " + d + ", " + zeroOf(rc));
+        }
+        got.push_back(d);
+      }
+      std::string ty = memType(elem, true);
+      e.ins(guard + "ld" + mods + (v > 1 ? ".v" + std::to_string(v) : "") + "." +
+            ty + " " + list(got) + ", [" + pr[g] + "]");
+    } else {
+      int words = (int)(v * eb / 4), per = (int)(4 / eb);
+      Regs w;
+      for (int j = 0; j < words; ++j) {
+        std::string r = e.reg(RC::B32);
+        if (mr) {
+          if (orr) {
+            Regs parts;
+            for (int k = 0; k < per; ++k)
+              parts.push_back(memValue(e, elem, (*orr)[g + j * per + k]));
+            e.ins("mov.b32 " + r + ", " + packWord(e, parts, eb));
+          } else {
+            e.ins("mov.b32 " + r + ", 0");
+          }
+        }
+        w.push_back(r);
+      }
+      e.ins(guard + "ld" + mods + (words > 1 ? ".v" + std::to_string(words) : "") +
+            ".b32 " + list(w) + ", [" + pr[g] + "]");
+      bool signedByte = !elem->isPointer() && elem->dtype() == DType::I8;
+      for (const std::string &word : w)
+        for (const std::string &x : unpackWord(e, word, eb, signedByte))
+          got.push_back(x);
+    }
+    for (std::string &d : got) {
+      if (boolElem) {
+        std::string p = e.reg(RC::Pred);
+        e.ins("setp.ne.u16 " + p + ", " + d + ", 0");
+        d = p;
+      }
+      out.push_back(d);
+    }
+  }
+  e.bind(op.result(0), std::move(out));
+}
+
+/// `mask && owner` for element i ("" when neither applies).
+std::string guardOf(Emitter &e, const Regs *mask, int i, const std::string &owner) {
+  std::string m = mask ? (*mask)[i] : "";
+  if (m.empty())
+    return owner;
+  if (owner.empty())
+    return m;
+  std::string p = e.reg(RC::Pred);
+  e.ins("and.pred " + p + ", " + m + ", " + owner);
+  return p;
+}
+
+void emitStore(Emitter &e, Operation &op) {
+  Value *ptr = op.operand(0), *val = op.operand(1);
+  Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  const Type *elem = val->type()->scalarType();
+  int64_t eb = gpu::storageBytes(elem);
+  int v = vectorWidth(e, ptr, mask, eb);
+  int n = Emitter::numRegs(val->type());
+  const Regs &pr = e.regs(ptr), &vr = e.regs(val);
+  const Regs *mr = mask ? &e.regs(mask) : nullptr;
+  std::string owner = e.ownerPred(ptr->type());
+  std::string mods = ".global" + cacheSuffix(op, false);
+  for (int g = 0; g < n; g += v) {
+    std::string p = guardOf(e, mr, g, owner);
+    std::string guard = p.empty() ? "" : "@" + p + " ";
+    Regs vals;
+    for (int k = 0; k < v; ++k)
+      vals.push_back(memValue(e, elem, vr[g + k]));
+    if (eb >= 4 || v == 1) {
+      e.ins(guard + "st" + mods + (v > 1 ? ".v" + std::to_string(v) : "") + "." +
+            memType(elem, false) + " [" + pr[g] + "], " + list(vals));
+    } else {
+      int words = (int)(v * eb / 4), per = (int)(4 / eb);
+      Regs w;
+      for (int j = 0; j < words; ++j)
+        w.push_back(packWord(e, Regs(vals.begin() + j * per, vals.begin() + (j + 1) * per), eb));
+      e.ins(guard + "st" + mods + (words > 1 ? ".v" + std::to_string(words) : "") +
+            ".b32 [" + pr[g] + "], " + list(w));
+    }
+  }
+}
+
+// ---- atomics ------------------------------------------------------------------
+
+std::string semScope(const Operation &op) {
+  std::string sem = "acq_rel", scope = "gpu";
+  if (op.hasAttr("sem") && std::holds_alternative<std::string>(op.attrs().at("sem")))
+    sem = op.strAttr("sem");
+  if (op.hasAttr("scope") && std::holds_alternative<std::string>(op.attrs().at("scope")))
+    scope = op.strAttr("scope");
+  if (sem != "relaxed" && sem != "acquire" && sem != "release" && sem != "acq_rel")
+    sem = "acq_rel";
+  if (scope != "gpu" && scope != "cta" && scope != "sys")
+    scope = "gpu";
+  return "." + sem + "." + scope;
+}
+
+/// The native `atom` operation for kind/elem, or "" when there is none.
+std::string nativeAtom(Emitter &e, const std::string &kind, const Type *elem) {
+  if (elem->isPointer())
+    return kind == "xchg" ? "exch.b64" : "";
+  DType t = elem->dtype();
+  int bits = bitWidth(t);
+  if (kind == "add") {
+    switch (t) {
+    case DType::FP32: return "add.f32";
+    case DType::FP64: return "add.f64";
+    case DType::FP16: return "add.noftz.f16";
+    case DType::BF16: return e.opts.target.sm >= 90 ? "add.noftz.bf16" : "";
+    case DType::I32: case DType::U32: return "add.u32";
+    case DType::I64: case DType::U64: return "add.u64";
+    default: return "";
+    }
+  }
+  if ((kind == "max" || kind == "min") && !isFloat(t) && bits >= 32)
+    return kind + "." + (isSigned(t) ? "s" : "u") + std::to_string(bits);
+  if ((kind == "and" || kind == "or" || kind == "xor" || kind == "xchg") &&
+      !isFloat(t) && bits >= 32)
+    return (kind == "xchg" ? "exch" : kind) + ".b" + std::to_string(bits);
+  if (kind == "xchg" && isFloat(t) && bits >= 32)
+    return "exch.b" + std::to_string(bits);
+  return "";
+}
+
+OpCode combineOf(const std::string &kind, const Type *elem) {
+  bool f = isFloat(elem->dtype());
+  bool s = isSigned(elem->dtype());
+  if (kind == "add") return f ? OpCode::AddF : OpCode::AddI;
+  if (kind == "max") return f ? OpCode::MaxNumF : s ? OpCode::MaxSI : OpCode::MaxUI;
+  if (kind == "min") return f ? OpCode::MinNumF : s ? OpCode::MinSI : OpCode::MinUI;
+  if (kind == "and") return OpCode::AndI;
+  if (kind == "or") return OpCode::OrI;
+  return OpCode::XOrI;
+}
+
+/// Bits of a value for CAS (same register for 16-bit; mov for 32/64-bit
+/// floats).
+std::string toBits(Emitter &e, const Type *elem, const std::string &r) {
+  RC c = regClass(elem);
+  if (c == RC::F32 || c == RC::F64) {
+    std::string b = e.reg(c == RC::F32 ? RC::B32 : RC::B64);
+    e.ins((c == RC::F32 ? "mov.b32 " : "mov.b64 ") + b + ", " + r);
+    return b;
+  }
+  return r;
+}
+std::string fromBits(Emitter &e, const Type *elem, const std::string &b) {
+  RC c = regClass(elem);
+  if (c == RC::F32 || c == RC::F64) {
+    std::string r = e.reg(c);
+    e.ins((c == RC::F32 ? "mov.b32 " : "mov.b64 ") + r + ", " + b);
+    return r;
+  }
+  return b;
+}
+
+RC bitsClass(const Type *elem) {
+  int64_t eb = gpu::storageBytes(elem);
+  return eb == 2 ? RC::B16 : eb == 4 ? RC::B32 : RC::B64;
+}
+
+void checkAtomicType(Emitter &e, const Operation &op, const Type *elem) {
+  if (gpu::storageBytes(elem) < 2)
+    e.userError(op, "atomics on " + elem->str() +
+                        " are not supported on the GPU (use 16 bits or wider)");
+}
+
+/// The result register(s) of an atomic for every thread that holds them.
+void shareResult(Emitter &e, Operation &op, Regs res) {
+  const Type *t = op.result(0)->type();
+  if (!e.smem.bytes.count(&op)) {
+    e.bind(op.result(0), std::move(res));
+    return;
+  }
+  if (t->isTensor()) {
+    e.bind(op.result(0),
+           moveThroughShared(e, op, t, res, t, gpu::rowMajorStrides(t->shape()), true));
+    return;
+  }
+  std::string base = e.scratch(op);
+  std::string ty = memType(t, false), lt = memType(t, true);
+  RC rc = isBool(t) ? RC::B16 : regClass(t);
+  e.barrier();
+  std::string v = memValue(e, t, res[0]);
+  e.ins("@" + e.ownerPred(t) + " st.shared." + ty + " [" + base + "], " + v);
+  e.barrier();
+  std::string d = e.reg(rc);
+  e.ins("ld.shared." + lt + " " + d + ", [" + base + "]");
+  if (isBool(t)) {
+    std::string p = e.reg(RC::Pred);
+    e.ins("setp.ne.u16 " + p + ", " + d + ", 0");
+    d = p;
+  }
+  e.bind(op.result(0), {d});
+}
+
+void emitAtomicRMW(Emitter &e, Operation &op) {
+  Value *ptr = op.operand(0), *val = op.operand(1);
+  Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  const Type *elem = val->type()->scalarType();
+  checkAtomicType(e, op, elem);
+  const std::string &kind = op.strAttr("kind");
+  const Regs &pr = e.regs(ptr), &vr = e.regs(val);
+  const Regs *mr = mask ? &e.regs(mask) : nullptr;
+  std::string owner = e.ownerPred(ptr->type());
+  std::string ss = semScope(op);
+  std::string native = nativeAtom(e, kind, elem);
+  RC rc = regClass(elem);
+  Regs res;
+  for (size_t i = 0; i < pr.size(); ++i) {
+    std::string p = guardOf(e, mr, (int)i, owner);
+    std::string guard = p.empty() ? "" : "@" + p + " ";
+    if (!native.empty()) {
+      bool viaBits = native.rfind("exch", 0) == 0 && (rc == RC::F32 || rc == RC::F64);
+      std::string d = e.reg(viaBits ? bitsClass(elem) : rc);
+      e.ins(std::string(movFor(viaBits ? bitsClass(elem) : rc)) + " " + d + ", " +
+            zeroOf(viaBits ? bitsClass(elem) : rc));
+      std::string v = viaBits ? toBits(e, elem, vr[i]) : vr[i];
+      e.ins(guard + "atom" + ss + ".global." + native + " " + d + ", [" + pr[i] +
+            "], " + v);
+      res.push_back(viaBits ? fromBits(e, elem, d) : d);
+      continue;
+    }
+    // No native instruction: a compare-and-swap loop.
+    RC bc = bitsClass(elem);
+    std::string bt = bitType(bc);
+    std::string old = e.reg(bc);
+    e.ins(std::string(movFor(bc)) + " " + old + ", 0");
+    std::string skip = e.newLabel("atom_skip"), loop = e.newLabel("atom_retry");
+    if (!p.empty())
+      e.ins("@!" + p + " bra " + skip);
+    e.ins("ld.global." + bt + " " + old + ", [" + pr[i] + "]");
+    e.label(loop);
+    std::string cur = fromBits(e, elem, old);
+    std::string nv = kind == "xchg" ? vr[i]
+                                    : binaryElement(e, op, combineOf(kind, elem),
+                                                    elem, cur, vr[i]);
+    std::string nb = toBits(e, elem, nv);
+    std::string prev = e.reg(bc), q = e.reg(RC::Pred);
+    e.ins("atom" + ss + ".global.cas." + bt + " " + prev + ", [" + pr[i] + "], " +
+          old + ", " + nb);
+    e.ins("setp.ne." + bt + " " + q + ", " + prev + ", " + old);
+    e.ins(std::string(movFor(bc)) + " " + old + ", " + prev);
+    e.ins("@" + q + " bra " + loop);
+    e.label(skip);
+    res.push_back(fromBits(e, elem, old));
+  }
+  shareResult(e, op, std::move(res));
+}
+
+void emitAtomicCAS(Emitter &e, Operation &op) {
+  Value *ptr = op.operand(0);
+  const Type *elem = op.operand(1)->type()->scalarType();
+  checkAtomicType(e, op, elem);
+  const Regs &pr = e.regs(ptr), &cr = e.regs(op.operand(1)), &vr = e.regs(op.operand(2));
+  std::string owner = e.ownerPred(ptr->type());
+  std::string guard = owner.empty() ? "" : "@" + owner + " ";
+  std::string ss = semScope(op);
+  RC bc = bitsClass(elem);
+  Regs res;
+  for (size_t i = 0; i < pr.size(); ++i) {
+    std::string d = e.reg(bc);
+    e.ins(std::string(movFor(bc)) + " " + d + ", 0");
+    e.ins(guard + "atom" + ss + ".global.cas." + bitType(bc) + " " + d + ", [" +
+          pr[i] + "], " + toBits(e, elem, cr[i]) + ", " + toBits(e, elem, vr[i]));
+    res.push_back(fromBits(e, elem, d));
+  }
+  shareResult(e, op, std::move(res));
+}
+
+/// ptr + offset * sizeof(*ptr), one element.
+std::string addPtrElement(Emitter &e, const Type *ptrElem, const Type *offElem,
+                          const std::string &p, const std::string &off) {
+  int64_t eb = gpu::storageBytes(ptrElem->pointee());
+  DType t = offElem->dtype();
+  std::string o = off;
+  bool sgn = isSigned(t);
+  if (t == DType::I1) {
+    o = e.reg(RC::B32);
+    e.ins("selp.u32 " + o + ", 1, 0, " + off);
+    t = DType::U32;
+  } else if (bitWidth(t) <= 16) {
+    std::string w = e.reg(RC::B32);
+    e.ins(std::string(sgn ? "cvt.s32.s16 " : "cvt.u32.u16 ") + w + ", " + off);
+    o = w;
+    t = sgn ? DType::I32 : DType::U32;
+  }
+  std::string scaled = e.reg(RC::B64);
+  if (bitWidth(t) == 32) {
+    if (eb == 1)
+      e.ins(std::string(sgn ? "cvt.s64.s32 " : "cvt.u64.u32 ") + scaled + ", " + o);
+    else
+      e.ins(std::string(sgn ? "mul.wide.s32 " : "mul.wide.u32 ") + scaled + ", " + o +
+            ", " + std::to_string(eb));
+  } else if (eb == 1) {
+    scaled = o;
+  } else {
+    e.ins("mul.lo.s64 " + scaled + ", " + o + ", " + std::to_string(eb));
+  }
+  std::string d = e.reg(RC::B64);
+  e.ins("add.s64 " + d + ", " + p + ", " + scaled);
+  return d;
+}
+
+void emitAddPtr(Emitter &e, Operation &op) {
+  const Regs &pr = e.regs(op.operand(0)), &orr = e.regs(op.operand(1));
+  const Type *pe = op.operand(0)->type()->scalarType();
+  const Type *oe = op.operand(1)->type()->scalarType();
+  Regs out;
+  // Splatted operands repeat one register: compute each distinct pair once.
+  std::map<std::pair<std::string, std::string>, std::string> seen;
+  for (size_t i = 0; i < pr.size(); ++i) {
+    auto key = std::make_pair(pr[i], orr[i]);
+    auto it = seen.find(key);
+    if (it == seen.end())
+      it = seen.emplace(key, addPtrElement(e, pe, oe, pr[i], orr[i])).first;
+    out.push_back(it->second);
+  }
+  e.bind(op.result(0), std::move(out));
+}
+
+} // namespace
+
+bool emitMemory(Emitter &e, Operation &op) {
+  switch (op.code()) {
+  case OpCode::AddPtr:
+    emitAddPtr(e, op);
+    return true;
+  case OpCode::Load:
+    emitLoad(e, op);
+    return true;
+  case OpCode::Store:
+    emitStore(e, op);
+    return true;
+  case OpCode::AtomicRMW:
+    emitAtomicRMW(e, op);
+    return true;
+  case OpCode::AtomicCAS:
+    emitAtomicCAS(e, op);
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace tritium::nvidia

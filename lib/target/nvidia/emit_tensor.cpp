@@ -1,0 +1,211 @@
+// Constants, program ids, make_range, splat, and the ops that move elements
+// between layouts (broadcast, expand_dims, reshape, trans, conversions):
+// register renaming when each thread already holds what it needs, else a
+// round trip through shared memory.
+#include "emitter.h"
+
+#include "tritium/gpu/passes.h"
+
+namespace tritium::nvidia {
+
+namespace {
+
+int64_t dot(const gpu::Basis &c, const std::vector<int64_t> &w) {
+  int64_t f = 0;
+  for (size_t d = 0; d < c.size(); ++d)
+    f += c[d] * w[d];
+  return f;
+}
+
+/// Elements per shared-memory access: consecutive registers whose indices
+/// are consecutive (and whose thread offsets keep the vector aligned), up
+/// to 4 elements and 16 bytes.
+int sharedVector(const gpu::LinearLayout &ll, const std::vector<int64_t> &w,
+                 int64_t eb, bool isPred) {
+  if (isPred)
+    return 1;
+  int run = 0;
+  while (run < (int)ll.reg.size() && dot(ll.reg[run], w) == (int64_t(1) << run))
+    ++run;
+  int64_t v = std::min<int64_t>({int64_t(1) << run, 4, 16 / eb});
+  // Every vector must start at a multiple of its length: all other bases
+  // (the register bits above the vector, lanes, warps) step by multiples.
+  auto aligned = [&](int64_t v) {
+    int bits = gpu::log2Exact(v);
+    for (size_t i = bits; i < ll.reg.size(); ++i)
+      if (dot(ll.reg[i], w) % v != 0)
+        return false;
+    for (const auto *set : {&ll.lane, &ll.warp})
+      for (const gpu::Basis &b : *set)
+        if (dot(b, w) % v != 0)
+          return false;
+    return true;
+  };
+  while (v > 1 && !aligned(v))
+    v /= 2;
+  return (int)std::max<int64_t>(v, 1);
+}
+
+std::string sharedType(const Type *elem, bool forLoad) {
+  if (elem->isPointer())
+    return "b64";
+  switch (elem->dtype()) {
+  case DType::I1:
+  case DType::U8:
+  case DType::FP8E4NV:
+  case DType::FP8E5:
+    return "u8";
+  case DType::I8:
+    return forLoad ? "s8" : "u8";
+  case DType::FP32:
+    return "f32";
+  case DType::FP64:
+    return "f64";
+  default:
+    return "b" + std::to_string(std::max(16, bitWidth(elem->dtype())));
+  }
+}
+
+std::string vecList(const Regs &r, size_t from, int v) {
+  if (v == 1)
+    return r[from];
+  std::string s = "{";
+  for (int k = 0; k < v; ++k)
+    s += (k ? ", " : "") + r[from + k];
+  return s + "}";
+}
+
+} // namespace
+
+std::string memType(const Type *elem, bool forLoad) { return sharedType(elem, forLoad); }
+
+Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
+                       const Regs &srcRegs, const Type *dst,
+                       const std::vector<int64_t> &weights, bool ownersOnly) {
+  const Type *elem = src->element();
+  bool isPred = !elem->isPointer() && elem->dtype() == DType::I1;
+  int64_t eb = gpu::storageBytes(elem);
+  std::string base = e.scratch(op);
+  const gpu::LinearLayout &ls = gpu::linearOf(src), &ld = gpu::linearOf(dst);
+  std::vector<int64_t> strides = gpu::rowMajorStrides(src->shape());
+
+  e.barrier(); // the previous user of the scratch is done reading
+  std::string thrS = e.threadLinear(src, strides);
+  std::string addrS = e.reg(RC::B32);
+  e.ins("mad.lo.s32 " + addrS + ", " + thrS + ", " + std::to_string(eb) + ", " + base);
+  std::string owner = ownersOnly ? e.ownerPred(src) : "";
+  std::string guard = owner.empty() ? "" : "@" + owner + " ";
+  int vs = sharedVector(ls, strides, eb, isPred);
+  std::string st = "st.shared" + (vs > 1 ? ".v" + std::to_string(vs) : std::string()) +
+                   "." + sharedType(elem, false);
+  for (int r = 0; r < ls.numRegs(); r += vs) {
+    int64_t off = dot(ls.regCoord(r), strides) * eb;
+    Regs vals;
+    for (int k = 0; k < vs; ++k) {
+      std::string v = srcRegs[r + k];
+      if (isPred) {
+        std::string b = e.reg(RC::B16);
+        e.ins("selp.u16 " + b + ", 1, 0, " + v);
+        v = b;
+      }
+      vals.push_back(v);
+    }
+    e.ins(guard + st + " [" + addrS + "+" + std::to_string(off) + "], " +
+          vecList(vals, 0, vs));
+  }
+  e.barrier();
+  std::string thrD = e.threadLinear(dst, weights);
+  std::string addrD = e.reg(RC::B32);
+  e.ins("mad.lo.s32 " + addrD + ", " + thrD + ", " + std::to_string(eb) + ", " + base);
+  int vd = sharedVector(ld, weights, eb, isPred);
+  std::string ldi = "ld.shared" + (vd > 1 ? ".v" + std::to_string(vd) : std::string()) +
+                    "." + sharedType(elem, true);
+  RC rc = isPred ? RC::B16 : regClass(elem);
+  Regs out(ld.numRegs());
+  for (int r = 0; r < ld.numRegs(); r += vd) {
+    int64_t off = dot(ld.regCoord(r), weights) * eb;
+    Regs got;
+    for (int k = 0; k < vd; ++k)
+      got.push_back(e.reg(rc));
+    e.ins(ldi + " " + vecList(got, 0, vd) + ", [" + addrD + "+" +
+          std::to_string(off) + "]");
+    for (int k = 0; k < vd; ++k) {
+      if (isPred) {
+        std::string p = e.reg(RC::Pred);
+        e.ins("setp.ne.u16 " + p + ", " + got[k] + ", 0");
+        got[k] = p;
+      }
+      out[r + k] = got[k];
+    }
+  }
+  return out;
+}
+
+bool emitTensorOp(Emitter &e, Operation &op) {
+  const Type *rt = op.numResults() ? op.result(0)->type() : nullptr;
+  switch (op.code()) {
+  case OpCode::Constant: {
+    std::string r = materialize(e, rt->scalarType(), op.attrs().at("value"));
+    e.bind(op.result(0), Regs(Emitter::numRegs(rt), r));
+    return true;
+  }
+  case OpCode::GetProgramId:
+  case OpCode::GetNumPrograms: {
+    static const char *axes[] = {"x", "y", "z"};
+    int64_t axis = op.intAttr("axis");
+    std::string r = e.reg(RC::B32);
+    e.ins(std::string("mov.u32 ") + r + ", " +
+          (op.code() == OpCode::GetProgramId ? "%ctaid." : "%nctaid.") +
+          axes[axis]);
+    e.bind(op.result(0), {r});
+    return true;
+  }
+  case OpCode::MakeRange: {
+    const gpu::LinearLayout &ll = gpu::linearOf(rt);
+    std::string thr = e.threadCoord(rt, 0);
+    int64_t start = op.intAttr("start");
+    Regs out;
+    for (int r = 0; r < ll.numRegs(); ++r) {
+      std::string d = e.reg(RC::B32);
+      e.ins("add.s32 " + d + ", " + thr + ", " +
+            std::to_string(ll.regCoord(r)[0] + start));
+      out.push_back(d);
+    }
+    e.bind(op.result(0), std::move(out));
+    return true;
+  }
+  case OpCode::Splat:
+    e.bind(op.result(0), Regs(Emitter::numRegs(rt), e.regs(op.operand(0))[0]));
+    return true;
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Reshape:
+  case OpCode::Trans: {
+    const Type *st = op.operand(0)->type();
+    std::vector<int64_t> w = gpu::movementWeights(op);
+    gpu::MovementPlan plan = gpu::planMovement(st, rt, w);
+    const Regs &in = e.regs(op.operand(0));
+    if (plan.inRegisters) {
+      Regs out;
+      for (int s : plan.srcReg)
+        out.push_back(in[s]);
+      e.bind(op.result(0), std::move(out));
+    } else {
+      e.bind(op.result(0), moveThroughShared(e, op, st, in, rt, w));
+    }
+    return true;
+  }
+  case OpCode::Dot:
+    e.userError(op, "tl.dot on the GPU is not implemented yet");
+  case OpCode::Call:
+    e.internalError(op, "survived inlining");
+  case OpCode::Print:
+    e.userError(op, "tl.device_print on the GPU is not implemented yet");
+  case OpCode::Assert:
+    e.userError(op, "tl.device_assert on the GPU is not implemented yet");
+  default:
+    return false;
+  }
+}
+
+} // namespace tritium::nvidia

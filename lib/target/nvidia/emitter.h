@@ -1,0 +1,157 @@
+// The PTX emitter's shared state (internal to lib/target/nvidia).
+//
+// Every value of the GPU IR becomes PTX virtual registers: a scalar one
+// register, a tensor one register per element its thread holds (the
+// register index of its layout). ptxas allocates the real registers, so the
+// emitter never reuses one; a splat or a register-only data movement just
+// names the operand's registers again.
+//
+// Register classes: i1 -> .pred %p; 8- and 16-bit ints and floats (fp16,
+// bf16, fp8) -> .b16 %rs (8-bit ints kept sign- or zero-extended to 16 bits,
+// fp8 in the low byte); 32-bit ints -> .b32 %r; 64-bit ints and pointers ->
+// .b64 %rd; fp32 -> .f32 %f; fp64 -> .f64 %fd.
+//
+// Each family of ops has its own file: emit_arith.cpp (integer/float
+// arithmetic, comparisons, select, math), emit_convert.cpp (casts),
+// emit_memory.cpp (loads, stores, atomics), emit_reduce.cpp,
+// emit_control_flow.cpp (scf.for/if/while), emit_tensor.cpp (constants,
+// program ids, make_range, splat and the data movement ops).
+#pragma once
+
+#include "tritium/analysis/axis_info.h"
+#include "tritium/gpu/conversion.h"
+#include "tritium/gpu/layouts.h"
+#include "tritium/gpu/shared_memory.h"
+#include "tritium/target/nvidia/ptx.h"
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tritium::nvidia {
+
+enum class RC { Pred, B16, B32, B64, F32, F64 };
+constexpr int kNumRC = 6;
+
+/// The register class of a scalar or pointer type.
+RC regClass(const Type *scalar);
+/// `mov.b32` and friends for a register class.
+const char *movFor(RC c);
+
+using Regs = std::vector<std::string>;
+
+class Emitter {
+public:
+  Emitter(Function &f, const GPUOptions &opts,
+          const gpu::SharedMemoryPlan &smem);
+
+  /// The whole .entry, with its parameters in `params`.
+  std::string emitKernel(std::vector<KernelParam> &params);
+
+  Function &fn;
+  const GPUOptions &opts;
+  AxisInfoAnalysis axis;
+  const gpu::SharedMemoryPlan &smem;
+  int numWarps;
+
+  // ---- text -----------------------------------------------------------------
+  void ins(const std::string &s) { body_ << "\t" << s << ";\n"; }
+  void label(const std::string &l) { body_ << l << ":\n"; }
+  std::string newLabel(const std::string &hint);
+  /// Code that runs once at kernel entry (thread ids, per-layout thread
+  /// coordinates), so that loops do not recompute it.
+  void pro(const std::string &s) { prologue_ << "\t" << s << ";\n"; }
+
+  // ---- registers and values ----------------------------------------------------
+  std::string reg(RC c);
+  std::string regFor(const Type *scalar) { return reg(regClass(scalar)); }
+  const Regs &regs(Value *v);
+  void bind(Value *v, Regs r);
+  /// Registers per thread of a value of type t (1 for scalars).
+  static int numRegs(const Type *t);
+
+  // ---- threads and layouts ------------------------------------------------------
+  std::string tid();
+  std::string lane();
+  std::string warp();
+  /// sum over the lane and warp bits of this thread of dot(basis, w): the
+  /// thread's part of a linear function of the coordinate (a prologue
+  /// register, cached).
+  std::string threadLinear(const Type *t, const std::vector<int64_t> &w);
+  /// The thread's part of coordinate `dim` of the elements it holds.
+  std::string threadCoord(const Type *t, int dim);
+  /// A predicate true in the threads that own their elements (the first of
+  /// each set of copies); "" when every thread does. For a scalar: thread 0.
+  std::string ownerPred(const Type *t);
+  /// The shared-memory scratch of `op` (a .u32 shared address register).
+  std::string scratch(const Operation &op);
+  void barrier() { ins("bar.sync 0"); }
+
+  // ---- emission -------------------------------------------------------------
+  void emitBlock(Block &b);
+  void emitOp(Operation &op);
+  /// Copies `from` into `to` (same classes), all reads before all writes.
+  void parallelCopy(const std::vector<Regs> &to, const std::vector<Regs> &from,
+                    const std::vector<const Type *> &types);
+
+  [[noreturn]] void userError(const Operation &op, const std::string &msg);
+  [[noreturn]] void internalError(const Operation &op, const std::string &msg);
+  void requireSM(const Operation &op, int sm, const std::string &what);
+
+private:
+  std::ostringstream body_, prologue_;
+  int regCount_[kNumRC] = {};
+  int labelCount_ = 0;
+  std::map<Value *, Regs> values_;
+  std::string tid_, lane_, warp_;
+  std::map<std::string, std::string> threadLinearCache_, ownerCache_;
+  std::string smemBase_;
+};
+
+// ---- op families (each returns false for an op it does not handle) ----------
+bool emitArithmetic(Emitter &e, Operation &op);
+bool emitCast(Emitter &e, Operation &op);
+bool emitMemory(Emitter &e, Operation &op);
+bool emitReduce(Emitter &e, Operation &op);
+bool emitControlFlow(Emitter &e, Operation &op);
+bool emitTensorOp(Emitter &e, Operation &op);
+
+// ---- helpers shared between families ----------------------------------------------
+/// PTX integer type of an op on dtype t: "s32", "u16" (8-bit ints compute in
+/// 16 bits).
+std::string intType(DType t, bool signedOp);
+/// Bit type of a register class: "b16", "b32", ...
+std::string bitType(RC c);
+/// Re-extends an 8-bit int to the signedness an op needs.
+std::string prepareInt(Emitter &e, DType t, const std::string &r, bool signedOp);
+/// Sign- or zero-extends the low 8 bits of a 16-bit register per t.
+std::string normalizeInt(Emitter &e, DType t, const std::string &r);
+/// A float of dtype t as f32 (exact), and back (rounding to nearest even;
+/// fp8 saturating, needs sm_89).
+std::string toF32(Emitter &e, const Operation &op, DType t, const std::string &r);
+std::string fromF32(Emitter &e, const Operation &op, DType t, const std::string &f);
+/// One element of a binary arithmetic op (integer or float opcode) on
+/// scalar type `elem`.
+std::string binaryElement(Emitter &e, const Operation &op, OpCode code,
+                          const Type *elem, const std::string &a,
+                          const std::string &b);
+/// One element of a cast op.
+std::string castElement(Emitter &e, const Operation &op, OpCode code,
+                        const Type *from, const Type *to, const std::string &r);
+/// A register holding a constant of scalar type t.
+std::string materialize(Emitter &e, const Type *t, const Attribute &value);
+/// 32-bit float immediate `0f3F800000`.
+std::string f32Imm(float v);
+/// Moves src's elements to dst's layout through shared memory (scratch of
+/// `op`): src element with row-major index i is read by the dst element at
+/// coordinate c where i = dot(c, weights). With ownersOnly, only the owning
+/// thread of each src element writes it.
+Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
+                       const Regs &srcRegs, const Type *dst,
+                       const std::vector<int64_t> &weights,
+                       bool ownersOnly = false);
+/// Memory type suffix for ld/st of one element in a register of its class.
+std::string memType(const Type *elem, bool forLoad);
+
+} // namespace tritium::nvidia

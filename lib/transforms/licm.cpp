@@ -1,0 +1,101 @@
+// --licm: loop-invariant code motion out of scf.for and scf.while.
+//
+// Outline:
+//  1. Visit loops innermost first, so that an op hoisted out of an inner
+//     loop can leave the outer one too.
+//  2. In program order over the loop's body blocks, move an op in front of
+//     the loop when it is pure, has no regions, cannot trap, and all its
+//     operands are defined outside the loop (ops hoisted earlier count as
+//     outside, as they now are).
+// Ops nested in an scf.if of the body stay: only the body's own ops move.
+// Integer division and remainder move only with a constant divisor that
+// cannot trap, since the loop may run zero times.
+#include "tritium/transforms/fold.h"
+#include "tritium/transforms/passes.h"
+
+namespace tritium {
+namespace {
+
+bool definedOutside(const Value *v, const Operation *loop) {
+  Block *b = v->isBlockArg() ? v->ownerBlock() : v->definingOp()->parentBlock();
+  while (b) {
+    Operation *parent = b->parentOp();
+    if (parent == loop)
+      return false;
+    b = parent ? parent->parentBlock() : nullptr;
+  }
+  return true;
+}
+
+bool isSpeculatable(const Operation *op) {
+  switch (op->code()) {
+  case OpCode::DivSI:
+  case OpCode::RemSI:
+  case OpCode::DivUI:
+  case OpCode::RemUI: {
+    auto d = getConstant(op->operand(1));
+    if (!d || d->bits == 0)
+      return false;
+    bool isSignedOp = op->code() == OpCode::DivSI || op->code() == OpCode::RemSI;
+    return !(isSignedOp && d->sext() == -1);
+  }
+  default:
+    return true;
+  }
+}
+
+bool canHoist(const Operation *op, const Operation *loop) {
+  if (!op->hasTrait(PURE) || op->numRegions() != 0 || op->hasTrait(TERM))
+    return false;
+  for (Value *v : op->operands())
+    if (!definedOutside(v, loop))
+      return false;
+  return isSpeculatable(op);
+}
+
+int64_t hoistFrom(Operation *loop) {
+  Block *outer = loop->parentBlock();
+  auto pos = outer->find(loop);
+  int64_t hoisted = 0;
+  for (unsigned r = 0; r < loop->numRegions(); ++r)
+    for (auto &block : loop->region(r).blocks()) {
+      auto &ops = block->ops();
+      for (auto it = ops.begin(); it != ops.end();) {
+        Operation *op = (it++)->get();
+        if (canHoist(op, loop)) {
+          outer->insert(pos, op->detach());
+          ++hoisted;
+        }
+      }
+    }
+  return hoisted;
+}
+
+int64_t visitRegion(Region &region) {
+  int64_t hoisted = 0;
+  for (auto &block : region.blocks()) {
+    // Hoisting inserts into this block; walk a snapshot.
+    std::vector<Operation *> ops;
+    for (auto &op : block->ops())
+      if (op->numRegions() != 0)
+        ops.push_back(op.get());
+    for (Operation *op : ops) {
+      for (unsigned r = 0; r < op->numRegions(); ++r)
+        hoisted += visitRegion(op->region(r));
+      if (op->code() == OpCode::For || op->code() == OpCode::While)
+        hoisted += hoistFrom(op);
+    }
+  }
+  return hoisted;
+}
+
+} // namespace
+
+void licm(Module &m, PassStats &stats) {
+  int64_t hoisted = 0;
+  for (auto &f : m.functions())
+    hoisted += visitRegion(f->body());
+  stats.add("licm.hoisted", hoisted);
+}
+
+} // namespace tritium

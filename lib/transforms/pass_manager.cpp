@@ -1,0 +1,60 @@
+// runPasses: runs passes by name, verifying after each (see pass.h).
+#include "tritium/ir/printer.h"
+#include "tritium/ir/verifier.h"
+#include "tritium/transforms/pass.h"
+
+#include <algorithm>
+
+namespace tritium {
+namespace {
+
+std::string describe(const IRError &e) {
+  std::string msg = e.what();
+  if (e.loc.known())
+    msg += " (at " + e.loc.str() + ")";
+  return msg;
+}
+
+bool wantsDump(const PassManagerOptions &opts, const std::string &pass) {
+  return std::find(opts.printAfter.begin(), opts.printAfter.end(), pass) !=
+             opts.printAfter.end() ||
+         std::find(opts.printAfter.begin(), opts.printAfter.end(), "all") !=
+             opts.printAfter.end();
+}
+
+} // namespace
+
+void runPasses(Module &m, const std::vector<std::string> &passes,
+               PassStats &stats, const PassManagerOptions &opts) {
+  // Unknown names fail before any pass has changed the module.
+  std::vector<const PassInfo *> infos;
+  for (const std::string &name : passes) {
+    const PassInfo *p = lookupPass(name);
+    if (!p)
+      throw InternalError("unknown pass '" + name + "'");
+    infos.push_back(p);
+  }
+  for (const PassInfo *p : infos) {
+    try {
+      p->run(m, stats);
+    } catch (const UserError &) {
+      throw;
+    } catch (const IRError &e) {
+      throw InternalError("pass '" + p->name + "' failed: " + describe(e));
+    } catch (const std::exception &e) {
+      throw InternalError("pass '" + p->name + "' failed: " + e.what());
+    }
+    if (opts.verifyEach) {
+      try {
+        verify(m);
+      } catch (const IRError &e) {
+        throw InternalError("pass '" + p->name +
+                            "' produced invalid IR: " + describe(e));
+      }
+    }
+    if (opts.dump && wantsDump(opts, p->name))
+      opts.dump(p->name, print(m));
+  }
+}
+
+} // namespace tritium

@@ -1,0 +1,39 @@
+"""tritium: a compiler for GPU kernels written in Python, source-compatible
+with Triton (`import tritium as triton; import tritium.language as tl`)."""
+
+__version__ = "0.1.0"
+
+from . import language  # noqa: E402
+from .errors import CompilationError, ExecutionError  # noqa: E402
+from .jit import JITFunction, jit  # noqa: E402
+from . import testing  # noqa: E402,F401
+from .compiler import CompiledKernel  # noqa: E402,F401
+
+
+def cdiv(x, y):
+    """Ceiling division: (x + y - 1) // y."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n):
+    """The smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    if n <= 1:
+        return 1
+    return 1 << (n - 1).bit_length()
+
+
+# Written separately; tritium works without them while they are missing.
+try:
+    from .compile_api import compile  # noqa: F401,A001
+except ModuleNotFoundError as e:
+    if e.name != f"{__name__}.compile_api":
+        raise
+try:
+    from .autotuner import Config, autotune, heuristics  # noqa: F401
+except ModuleNotFoundError as e:
+    if e.name != f"{__name__}.autotuner":
+        raise
+
+__all__ = ["CompilationError", "ExecutionError", "JITFunction", "cdiv", "jit", "language",
+           "next_power_of_2", "testing"]

@@ -1,0 +1,388 @@
+"""`@tritium.jit`: a kernel compiled on first launch for each specialisation
+of its arguments, as Triton does.
+
+The specialisation key of a launch has one entry per parameter:
+  - a tensor: the pointee dtype, and whether its address is 16-byte aligned
+    (then the pointer argument gets `tt.divisibility = 16`);
+  - an int: i32 if in [-2^31, 2^31), i64 if it fits int64, u64 beyond; an
+    int equal to 1 becomes the constant 1; an int divisible by 16 gets
+    `tt.divisibility = 16`; `do_not_specialize` turns both off;
+  - a float: fp32; a bool: i1; None: the constant None;
+  - a tl.constexpr parameter: its value.
+Compiled specialisations are kept in `JITFunction.cache`, keyed by it.
+"""
+
+import functools
+import inspect
+
+from . import language as tl
+from .compiler.compiler import compile_kernel
+from .errors import CompilationError, load_C
+from .language.core import constexpr
+from .runtime import launcher
+from .runtime.launcher import GPU_LAUNCH_MESSAGE
+
+# Launch options Triton accepts; on the CPU they have no effect.
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                  "debug", "stream", "device", "launch_cooperative_grid", "waves_per_eu",
+                  "matrix_instr_nonkdim", "kpack", "enable_warp_specialization",
+                  "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer",
+                  "reg_inc_consumer", "sanitize_overflow", "launch_pdl")
+
+
+def _is_constexpr_annotation(ann):
+    if ann is constexpr:
+        return True
+    if isinstance(ann, str):
+        return ann.split(".")[-1] == "constexpr"
+    return False
+
+
+class KernelParam:
+    def __init__(self, index, param, do_not_specialize, do_not_specialize_on_alignment):
+        self.index = index
+        self.name = param.name
+        self.is_constexpr = _is_constexpr_annotation(param.annotation)
+        self.do_not_specialize = do_not_specialize
+        self.do_not_specialize_on_alignment = do_not_specialize_on_alignment
+        self.default = param.default
+        self.kind = param.kind
+        self.what = None  # set by JITFunction: "argument 'x' of kernel"
+
+
+def _names(items, arg_names, what):
+    out = set()
+    for item in items or ():
+        if isinstance(item, int):
+            if not 0 <= item < len(arg_names):
+                raise ValueError(f"{what}: no parameter number {item}")
+            out.add(arg_names[item])
+        elif item in arg_names:
+            out.add(item)
+        else:
+            raise ValueError(f"{what}: no parameter named {item!r}")
+    return out
+
+
+def normalize_grid(grid, meta):
+    """The grid as 3 ints; a callable grid is called with `meta` first."""
+    if type(grid) is tuple and len(grid) == 3 and all(type(x) is int and x >= 0 for x in grid):
+        return grid
+    if callable(grid):
+        grid = grid(meta)
+    grid = tl.core._unwrap(grid)
+    if not isinstance(grid, (tuple, list)):
+        grid = (grid,)
+    if not 1 <= len(grid) <= 3:
+        raise ValueError(f"the grid must have 1 to 3 dimensions, got {tuple(grid)!r}")
+    try:
+        g = [int(tl.core._unwrap(x)) for x in grid]
+    except (TypeError, ValueError):
+        raise TypeError(f"the grid must be a tuple of ints, got {tuple(grid)!r}") from None
+    if any(x < 0 for x in g):
+        raise ValueError(f"the grid must not be negative, got {tuple(g)!r}")
+    return tuple(g + [1] * (3 - len(g)))
+
+
+def convert_runtime_args(compiled, values):
+    """Executor arguments (_C.ExecPointer / int / float / bool) for the
+    runtime arguments of `compiled`, in order. Values are PointerArgs (from
+    JITFunction._key) or what the user passed."""
+    C = load_C()
+    out = []
+    for name, v in zip(compiled.arg_names, values):
+        t = type(v)
+        if t is launcher.PointerArg:
+            p = v
+        elif t is bool or t is float:
+            out.append(v)
+            continue
+        elif t is int:
+            out.append(launcher.exec_int(v))
+            continue
+        else:
+            p = launcher.pointer_arg(v, f"argument {name!r}")
+            if p is None:
+                v = _python_scalar(v)
+                if isinstance(v, (bool, float)):
+                    out.append(v)
+                elif isinstance(v, int):
+                    out.append(launcher.exec_int(v))
+                else:
+                    raise TypeError(f"argument {name!r}: unsupported type "
+                                    f"{type(v).__name__}")
+                continue
+        if p.device != "cpu":
+            _check_devices([p])
+        out.append(C.ExecPointer(p.address, p.nbytes))
+    return out
+
+
+class JITFunction:
+    """A @jit function: launch it with `kernel[grid](*args, **kwargs)`, or
+    call it from another @jit function."""
+
+    __tritium_jit__ = True
+
+    def __init__(self, fn, version=None, do_not_specialize=None,
+                 do_not_specialize_on_alignment=None, debug=None, noinline=None, repr=None,
+                 launch_metadata=None):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@jit expects a Python function, got {fn!r}")
+        self.fn = fn
+        self.module = fn.__module__
+        self.version = version
+        self.debug = debug
+        self.noinline = bool(noinline)
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        dns = _names(do_not_specialize, self.arg_names, "do_not_specialize")
+        dnsa = _names(do_not_specialize_on_alignment, self.arg_names,
+                      "do_not_specialize_on_alignment")
+        self.params = [KernelParam(i, p, p.name in dns, p.name in dnsa or p.name in dns)
+                       for i, p in enumerate(self.signature.parameters.values())]
+        for p in self.signature.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"@jit function {fn.__name__!r}: *args and **kwargs "
+                                "parameters are not supported")
+        for p in self.params:
+            p.what = f"argument {p.name!r} of {fn.__name__}"
+        self._simple_params = all(p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD
+                                  for p in self.params)
+        self.constexpr_names = {p.name for p in self.params if p.is_constexpr}
+        self.do_not_specialize = sorted(dns)
+        self.cache = {}
+        self._source = None
+        self._launch_options = [o for o in LAUNCH_OPTIONS if o not in self.arg_names]
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self):
+        return f"JITFunction({self.module}:{self.fn.__qualname__})"
+
+    @property
+    def constexprs(self):
+        """Indices of the tl.constexpr parameters (as in Triton)."""
+        return [p.index for p in self.params if p.is_constexpr]
+
+    @property
+    def src(self):
+        return inspect.getsource(self.fn)
+
+    def parse(self):
+        """The function's AST and source location (codegen.FunctionSource)."""
+        if self._source is None:
+            from .compiler.codegen import parse_function  # noqa: PLC0415
+            self._source = parse_function(self.fn)
+        return self._source
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"@jit function {self.fn.__name__!r} cannot be called directly: launch it "
+            f"with {self.fn.__name__}[grid](...) or call it from another @jit function")
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def warmup(self, *args, grid=None, **kwargs):
+        """Compiles the specialisation these arguments select, without running."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    # -- specialisation --------------------------------------------------------
+    def _bind(self, args, kwargs):
+        """The values of all parameters, in order (defaults applied)."""
+        if self._simple_params and len(args) <= len(self.params):
+            values = list(args)
+            missing = False
+            used = 0
+            for p in self.params[len(args):]:
+                if p.name in kwargs:
+                    values.append(kwargs[p.name])
+                    used += 1
+                elif p.default is not inspect.Parameter.empty:
+                    values.append(p.default)
+                else:
+                    missing = True
+                    break
+            if not missing and used == len(kwargs):
+                return values
+        # Slow path, also for the exact error message.
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.fn.__name__}(): {e}") from None
+        bound.apply_defaults()
+        return list(bound.arguments.values())
+
+    def specialize(self, values):
+        """(key, params, runtime values) of a launch with these parameter
+        values (see the module doc and codegen.build_kernel for params)."""
+        key, spec, runtime = self._key(values)
+        return key, _params(spec), runtime
+
+    def _key(self, values):
+        key, spec, runtime = [], [], []
+        for p, v in zip(self.params, values):
+            explicit_constexpr = isinstance(v, constexpr)
+            if explicit_constexpr:
+                v = v.value
+            if p.is_constexpr or explicit_constexpr:
+                if not isinstance(v, _STATIC_TYPES) and launcher.pointer_arg(v, p.what):
+                    raise TypeError(f"{p.what} is tl.constexpr, but a tensor was passed")
+                key.append(("c", _key_of(v, p.what)))
+                spec.append((p.name, "const", v))
+                continue
+            if v is None:
+                key.append(("c", None))
+                spec.append((p.name, "const", None))
+                continue
+            t = type(v)
+            if t is not bool and t is not int and t is not float:
+                v = _python_scalar(v)
+                t = type(v)
+            if t is bool:
+                key.append(("i1",))
+                spec.append((p.name, "arg", tl.int1, False))
+                runtime.append(v)
+            elif t is int or isinstance(v, int):
+                if v == 1 and not p.do_not_specialize:
+                    key.append(("c1",))
+                    spec.append((p.name, "const", 1))
+                    continue
+                try:
+                    d = launcher.int_dtype(v)
+                except TypeError as e:
+                    raise TypeError(f"{p.what}: {e}") from None
+                div16 = not p.do_not_specialize and v % 16 == 0
+                key.append((d.name, div16))
+                spec.append((p.name, "arg", d, div16))
+                runtime.append(v)
+            elif t is float or isinstance(v, float):
+                key.append(("fp32",))
+                spec.append((p.name, "arg", tl.float32, False))
+                runtime.append(v)
+            else:
+                ptr = launcher.pointer_arg(v, p.what)
+                if ptr is None:
+                    raise TypeError(f"{p.what} has unsupported type {type(v).__name__} (expected "
+                                    "a tensor, an int, a float, a bool or None)")
+                aligned = ptr.aligned16 and not p.do_not_specialize_on_alignment
+                key.append(("*" + ptr.dtype.name, aligned))
+                spec.append((p.name, "ptr", ptr.dtype, aligned))
+                runtime.append(ptr)
+        return tuple(key), spec, runtime
+
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        options = {}
+        if kwargs:
+            for o in self._launch_options:
+                if o in kwargs:
+                    options[o] = kwargs.pop(o)
+        values = self._bind(args, kwargs)
+        key, spec, runtime = self._key(values)
+        if _uses_device(runtime):
+            _check_devices(runtime, allow_cuda=True)
+            if _gpu_backend():
+                from .runtime import cuda  # noqa: PLC0415
+                bound = inspect.BoundArguments(self.signature,
+                                               dict(zip(self.arg_names, values)))
+                return cuda.run_jit(self, bound, key, _params(spec), runtime, grid, options,
+                                    warmup)
+            if not warmup:
+                raise RuntimeError(GPU_LAUNCH_MESSAGE)
+        kernel = self.cache.get(key)
+        if kernel is None:
+            try:
+                kernel = compile_kernel(self, _params(spec))
+            except CompilationError as e:
+                # The frames inside the compiler say nothing about the user's
+                # mistake; the error names the kernel's own line.
+                raise e.with_traceback(None) from None
+            self.cache[key] = kernel
+        if warmup:
+            return kernel
+        if grid is None:
+            raise TypeError(f"{self.fn.__name__}: no grid given; launch with "
+                            f"{self.fn.__name__}[grid](...)")
+        if callable(grid):
+            meta = {p.name: tl.core._unwrap(v) for p, v in zip(self.params, values)}
+            meta.update(options)
+            grid = grid(meta)
+        g = normalize_grid(grid, None)
+        exec_args = convert_runtime_args(kernel, runtime)
+        if g[0] > 0 and g[1] > 0 and g[2] > 0:
+            kernel.run(g, exec_args)
+        return kernel
+
+
+_STATIC_TYPES = (int, float, bool, str, type(None), tl.dtype, tuple)
+
+
+def _params(spec):
+    """codegen.build_kernel's params from the specialisation of _key."""
+    out = []
+    for entry in spec:
+        if entry[1] == "const":
+            out.append((entry[0], ("const", entry[2])))
+        elif entry[1] == "ptr":
+            out.append((entry[0], ("arg", tl.pointer_type(entry[2]), entry[3])))
+        else:
+            out.append((entry[0], ("arg", entry[2], entry[3])))
+    return out
+
+
+def _uses_device(values):
+    """Whether some tensor argument is not in host memory."""
+    for v in values:
+        if type(v) is launcher.PointerArg and v.device != "cpu":
+            return True
+    return False
+
+
+def _gpu_backend():
+    """Whether this build of _C can compile for NVIDIA GPUs."""
+    return hasattr(load_C(), "compile_to_ptx")
+
+
+def _check_devices(values, allow_cuda=False):
+    """Tensors must be in host memory (the CPU executor) or on a CUDA GPU."""
+    for v in values:
+        if type(v) is launcher.PointerArg and v.device != "cpu":
+            if v.device == "cuda":
+                if not allow_cuda:
+                    raise RuntimeError(GPU_LAUNCH_MESSAGE)
+                continue
+            raise RuntimeError(f"tensors on device '{v.device}' cannot be kernel arguments; "
+                               "pass CPU tensors to run on the CPU executor")
+
+
+def _python_scalar(v):
+    """numpy scalars as Python bool/int/float."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+        return v.item()
+    return v
+
+
+def _key_of(v, what):
+    if isinstance(v, list):
+        v = tuple(v)
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"{what} is tl.constexpr, so its value must be hashable; got "
+                        f"{type(v).__name__}") from None
+    return (type(v).__name__, v)
+
+
+def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=None,
+        do_not_specialize_on_alignment=None, debug=None, noinline=None):
+    """Decorator: `@jit` or `@jit(do_not_specialize=[...], noinline=True, ...)`."""
+
+    def decorator(f):
+        return JITFunction(f, version=version, do_not_specialize=do_not_specialize,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment,
+                           debug=debug, noinline=noinline, repr=repr,
+                           launch_metadata=launch_metadata)
+
+    if fn is not None:
+        return decorator(fn)
+    return decorator

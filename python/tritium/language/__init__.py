@@ -1,0 +1,32 @@
+"""`tritium.language` (`import tritium.language as tl`): the kernel language,
+source-compatible with `triton.language`."""
+
+from . import math  # noqa: F401
+from .core import (PropagateNan, abs, arange, argmax, argmin, atomic_add, atomic_and,
+                   atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, bfloat16,
+                   block_type, broadcast, broadcast_to, cast, cdiv, ceil, clamp, constexpr,
+                   cos, debug_barrier, device_assert, device_print, div_rn, dot, dtype, erf,
+                   exp, exp2, expand_dims, fdiv, float8e4nv, float8e5, float16, float32,
+                   float64, floor, fma, full, full_like, int1, int8, int16, int32, int64,
+                   load, log, log2, max, max_constancy, max_contiguous, maximum, min,
+                   minimum, multiple_of, num_programs, permute, pi32_t, pointer_type,
+                   program_id, range, ravel, reshape, rsqrt, sigmoid, sin, sqrt, sqrt_rn,
+                   static_assert, static_print, static_range, store, sum, tanh, tensor,
+                   trans, uint8, uint16, uint32, uint64, view, void, where, xor_sum, zeros,
+                   zeros_like)
+from .standard import softmax, swizzle2d
+
+__all__ = [
+    "PropagateNan", "abs", "arange", "argmax", "argmin", "atomic_add", "atomic_and",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16",
+    "block_type", "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr",
+    "cos", "debug_barrier", "device_assert", "device_print", "div_rn", "dot", "dtype", "erf",
+    "exp", "exp2", "expand_dims", "fdiv", "float8e4nv", "float8e5", "float16", "float32",
+    "float64", "floor", "fma", "full", "full_like", "int1", "int8", "int16", "int32", "int64",
+    "load", "log", "log2", "math", "max", "max_constancy", "max_contiguous", "maximum", "min",
+    "minimum", "multiple_of", "num_programs", "permute", "pi32_t", "pointer_type",
+    "program_id", "range", "ravel", "reshape", "rsqrt", "sigmoid", "sin", "softmax", "sqrt",
+    "sqrt_rn", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
+    "tanh", "tensor", "trans", "uint8", "uint16", "uint32", "uint64", "view", "void", "where",
+    "xor_sum", "zeros", "zeros_like",
+]

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The GPU machine's whole check in one run: build, GPU tests, benchmarks.
+#
+#   tools/gpu-check.sh OUTDIR
+#
+# Writes into OUTDIR: env.txt, build.log, pytest-gpu.log, pytest-runtime.log,
+# bench_<name>.log for each benchmarks/bench_*.py, and results.json (every
+# benchmark's rows plus the environment). Prints a summary table last.
+# Meant for the GPU machine (Ubuntu 24.04, Python 3.12, torch, triton, no
+# package index): builds into build-gpu/ with TRITIUM_SKIP_DEPS=1.
+#
+# Environment: JOBS (default: nproc), BENCH_ARGS (e.g. --quick),
+# PYTEST_GPU_ARGS (e.g. "-x -k softmax"), SKIP_BUILD=1, SKIP_TESTS=1, SKIP_BENCH=1.
+# Exit status: 0 when the build, the tests and every tritium benchmark result passed.
+set -uo pipefail
+
+OUT=${1:?usage: tools/gpu-check.sh OUTDIR}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+PYTHON=${PYTHON:-python3}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+export PYTHONUNBUFFERED=1
+export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+# A fresh cache per run: the numbers and failures are those of this build.
+TRITIUM_CACHE_DIR=$(mktemp -d /tmp/tritium-cache.XXXXXX)
+export TRITIUM_CACHE_DIR
+status=0
+summary=()
+
+step() { echo; echo "=== $* ==="; }
+
+{
+  date -u
+  uname -a
+  nvidia-smi 2>&1 || echo "nvidia-smi failed"
+  "$PYTHON" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU")' 2>&1
+  "$PYTHON" -c 'import triton; print("triton", triton.__version__)' 2>&1 | tail -1
+  command -v ptxas && ptxas --version | tail -2
+} >"$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+  step "build (build-gpu, $JOBS jobs)"
+  t0=$(date +%s)
+  if make build BUILD_DIR=build-gpu TRITIUM_SKIP_DEPS=1 JOBS="$JOBS" PYTHON="$PYTHON" \
+       CMAKE_ARGS="-DTRITIUM_BUILD_UNITTESTS=OFF -DTRITIUM_BUILD_TOOLS=OFF" \
+       >"$OUT/build.log" 2>&1; then
+    summary+=("build: ok ($(( $(date +%s) - t0 )) s)")
+  else
+    tail -40 "$OUT/build.log"
+    summary+=("build: FAILED (see build.log)")
+    echo "${summary[@]}"
+    exit 1
+  fi
+fi
+
+if [[ "${SKIP_TESTS:-0}" != 1 ]]; then
+  step "pytest -m gpu"
+  # shellcheck disable=SC2086
+  "$PYTHON" -m pytest -q -rfE -m gpu python/test ${PYTEST_GPU_ARGS:-} -p no:cacheprovider \
+      >"$OUT/pytest-gpu.log" 2>&1
+  rc=$?
+  tail -25 "$OUT/pytest-gpu.log"
+  if [[ $rc -eq 0 || $rc -eq 5 ]]; then summary+=("pytest -m gpu: ok ($(tail -1 "$OUT/pytest-gpu.log"))")
+  else status=1; summary+=("pytest -m gpu: FAILED ($(tail -1 "$OUT/pytest-gpu.log"))"); fi
+
+  step "pytest test_runtime.py (CPU tests, with a driver present)"
+  "$PYTHON" -m pytest -q -rfE python/test/test_runtime.py -p no:cacheprovider \
+      >"$OUT/pytest-runtime.log" 2>&1
+  rc=$?
+  tail -5 "$OUT/pytest-runtime.log"
+  if [[ $rc -eq 0 ]]; then summary+=("pytest test_runtime.py: ok ($(tail -1 "$OUT/pytest-runtime.log"))")
+  else status=1; summary+=("pytest test_runtime.py: FAILED ($(tail -1 "$OUT/pytest-runtime.log"))"); fi
+fi
+
+if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
+  rm -f "$OUT/results.json"
+  for b in benchmarks/bench_*.py; do
+    name=$(basename "$b" .py)
+    step "$name"
+    # shellcheck disable=SC2086
+    (cd benchmarks && "$PYTHON" "$(basename "$b")" --json "$OUT/results.json" ${BENCH_ARGS:-}) \
+        >"$OUT/$name.log" 2>&1
+    rc=$?
+    sed -n '/^bench /,$p' "$OUT/$name.log"
+    if [[ $rc -eq 0 ]]; then summary+=("$name: ok")
+    else status=1; summary+=("$name: FAILED or wrong (exit $rc, see $name.log)"); tail -15 "$OUT/$name.log"; fi
+  done
+fi
+
+rm -rf "$TRITIUM_CACHE_DIR"
+step "summary"
+printf '%s\n' "${summary[@]}"
+exit $status

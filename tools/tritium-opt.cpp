@@ -1,0 +1,271 @@
+// tritium-opt: parse tile IR text, run passes, print the result.
+//
+//   tritium-opt [file|-] [--<pass> ...] [--pass-pipeline=a,b,c]
+//               [--default-pipeline] [--no-verify] [--stats]
+//               [--print-after=<pass|all>] [--no-locations] [-o out]
+//
+// With no pass it parses, verifies and prints (a round trip). Errors go to
+// stderr as `file:line:col: error: message`, exit status 1.
+#include "tritium/ir/printer.h"
+#include "tritium/ir/verifier.h"
+#include "tritium/transforms/pass.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+using namespace tritium;
+
+namespace {
+
+struct Options {
+  std::string input = "-";
+  std::string output = "-";
+  std::vector<std::string> passes;
+  std::vector<std::string> printAfter;
+  bool verify = true;
+  bool stats = false;
+  bool locations = true;
+  bool splitInput = false;
+};
+
+void printHelp(std::ostream &os) {
+  os << "usage: tritium-opt [file|-] [options]\n\n"
+        "Reads tile IR (stdin when no file or `-`), runs the passes given,\n"
+        "in order, and prints the IR.\n\n"
+        "options:\n"
+        "  --<pass>                 run one pass (see below)\n"
+        "  --pass-pipeline=a,b,c    run these passes in order\n"
+        "  --default-pipeline       run the frontend's pipeline:";
+  for (const std::string &p : defaultPipeline())
+    os << " " << p;
+  os << "\n"
+        "  --no-verify              skip the verifier (after parsing and "
+        "after each pass)\n"
+        "  --stats                  print pass counters to stderr\n"
+        "  --print-after=<pass|all> print the IR to stderr after that pass\n"
+        "  --no-locations           omit loc(...) in the output\n"
+        "  --split-input-file       treat each `// -----`-separated chunk as "
+        "its own module\n"
+        "                           (errors of one chunk do not stop the "
+        "others)\n"
+        "  -o <file>                write the output to <file>\n"
+        "  --help                   this text\n\n"
+        "passes:\n";
+  for (const PassInfo &p : allPasses()) {
+    std::string flag = "  --" + p.name;
+    os << flag << std::string(std::max<size_t>(2, 27 - flag.size()), ' ')
+       << p.description << "\n";
+  }
+}
+
+/// Prints a user-facing diagnostic: `file:line:col: error: message`.
+void report(const Location &loc, const std::string &fallbackFile,
+            const std::string &msg) {
+  if (loc.known())
+    std::cerr << (loc.file.empty() ? fallbackFile : loc.file) << ":"
+              << loc.line << ":" << loc.col << ": error: " << msg << "\n";
+  else
+    std::cerr << fallbackFile << ": error: " << msg << "\n";
+}
+
+[[noreturn]] void usageError(const std::string &msg) {
+  std::cerr << "tritium-opt: error: " << msg
+            << " (see tritium-opt --help)\n";
+  std::exit(1);
+}
+
+void addPass(Options &o, const std::string &name) {
+  if (!lookupPass(name))
+    usageError("unknown pass '" + name + "'");
+  o.passes.push_back(name);
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  bool haveInput = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto valueOf = [&](const std::string &prefix) -> std::optional<std::string> {
+      if (a.rfind(prefix, 0) == 0)
+        return a.substr(prefix.size());
+      return std::nullopt;
+    };
+    if (a == "--help" || a == "-h") {
+      printHelp(std::cout);
+      std::exit(0);
+    } else if (a == "-o") {
+      if (i + 1 >= argc)
+        usageError("-o needs a file name");
+      o.output = argv[++i];
+    } else if (auto v = valueOf("-o"); v && a.size() > 2 && a[1] == 'o') {
+      o.output = *v;
+    } else if (a == "--no-verify") {
+      o.verify = false;
+    } else if (a == "--stats") {
+      o.stats = true;
+    } else if (a == "--no-locations") {
+      o.locations = false;
+    } else if (a == "--split-input-file") {
+      o.splitInput = true;
+    } else if (a == "--default-pipeline") {
+      for (const std::string &p : defaultPipeline())
+        addPass(o, p);
+    } else if (auto v = valueOf("--pass-pipeline=")) {
+      std::stringstream ss(*v);
+      std::string name;
+      while (std::getline(ss, name, ','))
+        if (!name.empty())
+          addPass(o, name);
+    } else if (auto v = valueOf("--print-after=")) {
+      if (*v != "all" && !lookupPass(*v))
+        usageError("--print-after: unknown pass '" + *v + "'");
+      o.printAfter.push_back(*v);
+    } else if (a.rfind("--", 0) == 0 && a.size() > 2) {
+      addPass(o, a.substr(2));
+    } else if (a == "-" || a[0] != '-') {
+      if (haveInput)
+        usageError("more than one input file");
+      o.input = a;
+      haveInput = true;
+    } else {
+      usageError("unknown option '" + a + "'");
+    }
+  }
+  return o;
+}
+
+std::string readInput(const std::string &path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << path << ": error: cannot open file\n";
+    std::exit(1);
+  }
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Parses, verifies and transforms one module; appends its text to `out`.
+/// Returns false after reporting an error.
+bool processModule(const std::string &text, const std::string &displayName,
+                   const Options &o, PassStats &stats, std::string &out) {
+  PrintOptions printOpts;
+  printOpts.printLocations = o.locations;
+  std::unique_ptr<Module> m;
+  try {
+    m = parseModule(text, displayName);
+    if (o.verify)
+      verify(*m);
+  } catch (const IRError &e) {
+    report(e.loc, displayName, e.what());
+    return false;
+  }
+
+  PassManagerOptions pm;
+  pm.verifyEach = o.verify;
+  for (const std::string &pass : o.passes) {
+    try {
+      runPasses(*m, {pass}, stats, pm);
+    } catch (const UserError &e) {
+      report(e.loc, displayName, e.what());
+      return false;
+    } catch (const IRError &e) {
+      report(e.loc, displayName, e.what());
+      return false;
+    } catch (const std::exception &e) {
+      report({}, displayName, std::string("internal error: ") + e.what());
+      return false;
+    }
+    bool dump = std::find(o.printAfter.begin(), o.printAfter.end(), pass) !=
+                    o.printAfter.end() ||
+                std::find(o.printAfter.begin(), o.printAfter.end(), "all") !=
+                    o.printAfter.end();
+    if (dump)
+      std::cerr << "// -----// IR Dump After " << pass << " //----- //\n"
+                << print(*m, printOpts) << "\n"
+                << std::flush;
+  }
+  std::string text2 = print(*m, printOpts);
+  if (!text2.empty() && text2.back() != '\n')
+    text2 += '\n';
+  out += text2;
+  return true;
+}
+
+/// Splits at lines `// -----`. Each chunk is padded with the newlines of the
+/// chunks before it, so that parse errors keep the file's line numbers.
+std::vector<std::string> splitChunks(const std::string &text) {
+  std::vector<std::string> chunks;
+  std::string current;
+  int lineNo = 0, chunkStart = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string trimmed = line;
+    while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\r'))
+      trimmed.pop_back();
+    if (trimmed == "// -----") {
+      chunks.push_back(std::string(chunkStart, '\n') + current);
+      current.clear();
+      chunkStart = lineNo + 1;
+    } else {
+      current += line + "\n";
+    }
+    ++lineNo;
+  }
+  chunks.push_back(std::string(chunkStart, '\n') + current);
+  return chunks;
+}
+
+int run(const Options &o) {
+  std::string displayName = o.input == "-" ? "<stdin>" : o.input;
+  std::string text = readInput(o.input);
+  std::vector<std::string> chunks =
+      o.splitInput ? splitChunks(text) : std::vector<std::string>{text};
+
+  PassStats stats;
+  std::string out;
+  bool ok = true;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (i > 0)
+      out += "// -----\n";
+    ok &= processModule(chunks[i], displayName, o, stats, out);
+  }
+  if (!ok && !o.splitInput)
+    return 1;
+
+  if (o.output == "-") {
+    std::cout << out << std::flush;
+  } else {
+    std::ofstream f(o.output, std::ios::binary);
+    if (!f || !(f << out)) {
+      std::cerr << o.output << ": error: cannot write file\n";
+      return 1;
+    }
+  }
+  if (o.stats) {
+    std::cerr << "// ----- pass statistics ----- //\n";
+    for (const auto &[name, n] : stats.counters)
+      std::cerr << name << " = " << n << "\n";
+  }
+  return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseArgs(argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception &e) {
+    std::cerr << "tritium-opt: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
