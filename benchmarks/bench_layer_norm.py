@@ -115,7 +115,6 @@ def make_cases(triton, tl):
 
         nbytes = 2 * 2 * M * N + 2 * 2 * N + 2 * 4 * M
         yield common.Case("layer_norm", f"fp16 {M}x{N}", nbytes, impls, check, 2e-3)
-        del x, w, b, y, ref
 
 
 if __name__ == "__main__":

@@ -76,7 +76,6 @@ def make_cases(triton, tl):
             return common.rel_err(r if name == "torch" else out, ref)
 
         yield common.Case("softmax", f"fp32 {M}x{N}", 2 * 4 * M * N, impls, check, 1e-5)
-        del x, out, ref
 
 
 if __name__ == "__main__":

@@ -60,7 +60,6 @@ def make_cases(triton, tl):
             return common.rel_err(out, ref)
 
         yield common.Case("vector_add", f"fp32 n=2^{log2n}", 3 * 4 * n, impls, check, 0.0)
-        del x, y, out, ref
 
 
 def triton_cdiv(a, b):

@@ -31,7 +31,7 @@ void bindBuilder(py::module_ &m) {
   py::class_<Builder::InsertPoint>(m, "InsertPoint")
       .def_property_readonly(
           "block", [](const Builder::InsertPoint &ip) { return ip.block; },
-          py::return_value_policy::reference);
+          py::return_value_policy::reference_internal);
 
   py::class_<Builder> b(m, "Builder");
   b.def(py::init<Module &>(), py::arg("module"), py::keep_alive<1, 2>())
@@ -61,7 +61,9 @@ void bindBuilder(py::module_ &m) {
           py::arg("name"), py::arg("arg_types"),
           py::arg("arg_names") = std::vector<std::string>{},
           py::return_value_policy::reference_internal)
-      .def("save_ip", &Builder::saveInsertionPoint)
+      // The InsertPoint keeps the builder (and module) alive: it points
+      // into a block.
+      .def("save_ip", &Builder::saveInsertionPoint, py::keep_alive<0, 1>())
       .def("restore_ip", &Builder::restoreInsertionPoint, py::arg("ip"))
       .def("set_insertion_point_to_end", &Builder::setInsertionPointToEnd,
            py::arg("block"))

@@ -5,6 +5,7 @@
 #include "tritium/runtime/cuda_driver.h"
 #include "tritium/runtime/launcher.h"
 #include "tritium/runtime/ptxas.h"
+#include "tritium/target/nvidia/ptx.h"
 
 #include <array>
 
@@ -170,6 +171,38 @@ void bindRuntime(py::module_ &m) {
         runtime::checkDevicePointer(address, what);
       },
       py::arg("address"), py::arg("what") = "pointer");
+
+  m.def(
+      "compile_to_ptx",
+      [](Module &mod, const std::string &kernel, const std::string &target, int numWarps,
+         int numStages) {
+        GPUOptions opts;
+        opts.target = GPUTarget::parse(target);
+        opts.numWarps = numWarps;
+        opts.numStages = numStages;
+        CompiledKernel ck;
+        {
+          // compileToPTX works on its own clone of the module.
+          py::gil_scoped_release release;
+          ck = compileToPTX(mod, kernel, opts);
+        }
+        py::dict out;
+        out["name"] = ck.name;
+        out["gir"] = ck.gir;
+        out["ptx"] = ck.ptx;
+        out["num_warps"] = ck.numWarps;
+        out["shared_bytes"] = ck.sharedBytes;
+        out["target"] = opts.target.str();
+        py::list params;
+        for (const KernelParam &p : ck.params)
+          params.append(py::make_tuple(runtime::kindName(p.kind), p.name));
+        out["params"] = params;
+        return out;
+      },
+      py::arg("module"), py::arg("kernel"), py::arg("target") = "sm_90a",
+      py::arg("num_warps") = 4, py::arg("num_stages") = 3,
+      "Tile IR (after the default pipeline) -> GPU IR -> PTX for `target`. Returns "
+      "dict(name, gir, ptx, num_warps, shared_bytes, target, params=[(kind, name)]).");
 
   m.def("ptxas_path", [] { return runtime::findPtxas(); });
   m.def("ptxas_version", &runtime::ptxasVersion);

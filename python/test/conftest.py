@@ -15,6 +15,10 @@ _PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 if _PYTHON_DIR not in sys.path:
     sys.path.insert(0, _PYTHON_DIR)
 
+# Every compile in the test suite checks that print(parse(print(ir))) equals
+# print(ir), before and after the pipeline, and verifies after every pass.
+os.environ.setdefault("TRITIUM_CHECK_ROUNDTRIP", "1")
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU")

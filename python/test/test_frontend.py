@@ -454,7 +454,8 @@ def test_static_range_is_unrolled():
     out = np.zeros(8, np.int32)
     c = k[(1,)](out)
     assert (out == 6).all()
-    assert 'unroll = "full"' in c.asm["tir-raw"] and "scf.for" not in c.asm["tir"]
+    # Expanded by the code generator, with `i` a constexpr in each copy.
+    assert "scf.for" not in c.asm["tir-raw"]
 
 
 @needs_C

@@ -6,8 +6,8 @@ comparisons and round trips through narrower types; writes it into a kernel file
 CPU executor; and compares bit for bit with numpy. Seeds are fixed, so a failure reproduces; the
 failing kernel's source is in the assertion message.
 
-`TRITIUM_TEST_AGAINST_TRITON=1` runs the same kernels under Triton's interpreter (a check of the
-numpy model itself).
+`TRITIUM_TEST_AGAINST_TRITON=1` runs the same kernels under Triton's interpreter, `=cuda` under
+real Triton on a GPU (checks of the numpy model itself).
 """
 
 import importlib.util
@@ -171,5 +171,9 @@ def test_random_int_expressions(seed, tmp_path):
     args = [env["a"], env["b"], env["c"], out]
     if AGAINST_TRITON:
         args = [torch.from_numpy(x) for x in args]
+        if AGAINST_TRITON == "cuda":
+            args = [t.cuda() for t in args]
     kernel[((n + 63) // 64,)](*args, env["s"], n, BLOCK=64)
+    if AGAINST_TRITON == "cuda":
+        out[...] = args[3].cpu().numpy()
     np.testing.assert_array_equal(out, ref.astype(I32), err_msg=f"kernel:\n{src}\ns = {env['s']}")

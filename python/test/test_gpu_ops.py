@@ -29,6 +29,12 @@ def poisoned(shape, dtype):
     return torch.full(shape, torch.iinfo(dtype).max - 5, dtype=dtype, device=DEV)
 
 
+def still_poisoned(t):
+    if t.dtype.is_floating_point:
+        return bool(torch.isnan(t).all())
+    return bool((t == torch.iinfo(t.dtype).max - 5).all())
+
+
 def rand(shape, dtype, lo=-100, hi=100):
     if dtype.is_floating_point:
         return torch.randn(shape, device=DEV).to(dtype)
@@ -64,7 +70,7 @@ def test_copy_masked_tail(dtype, n):
     _copy_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256)
     torch.cuda.synchronize()
     assert torch.equal(y[:n], x)
-    assert torch.equal(y[n:], poisoned((64,), dtype))
+    assert still_poisoned(y[n:])
 
 
 @triton.jit
@@ -433,7 +439,7 @@ def test_empty_grid_is_a_no_op():
     out = poisoned((16,), torch.float32)
     _add_kernel[(0,)](x, x, out, 16, BLOCK=16)
     torch.cuda.synchronize()
-    assert torch.isnan(out).all()
+    assert still_poisoned(out)
 
 
 def test_runs_on_torch_current_stream():

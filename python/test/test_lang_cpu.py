@@ -880,3 +880,25 @@ def test_conditional_expressions_defaults_and_T(flag):
     np.testing.assert_array_equal(out[:16], x * 2 + 3 + (2 if flag else 1))
     np.testing.assert_array_equal(out[16:32], (x if flag else -x) + x)
     np.testing.assert_array_equal(out[32:], x.reshape(4, 4).T.ravel())
+
+
+@triton.jit
+def _static_range_constexpr_kernel(out_ptr, N: tl.constexpr):
+    # the induction variable of tl.static_range is a compile-time constant: it can index a
+    # tuple, feed tl.static_assert and pick a constexpr branch
+    weights = (10, 20, 30, 40, 50)
+    acc = 0
+    for i in tl.static_range(N):
+        tl.static_assert(i < N)
+        if i % 2 == 0:
+            acc += weights[i]
+        else:
+            acc -= weights[i]
+    tl.store(out_ptr, acc)
+
+
+@pytest.mark.parametrize("N", [1, 4, 5])
+def test_static_range_induction_variable_is_constexpr(N):
+    out = poisoned(1, np.int32)
+    launch(_static_range_constexpr_kernel, (1,), out, N=N)
+    assert out[0] == sum((10 * (i + 1)) * (1 if i % 2 == 0 else -1) for i in range(N))

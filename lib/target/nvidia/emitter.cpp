@@ -157,7 +157,10 @@ std::string Emitter::warp() {
 
 std::string Emitter::threadLinear(const Type *t, const std::vector<int64_t> &w) {
   const gpu::LinearLayout &ll = gpu::linearOf(t);
-  std::string key = t->str() + "|";
+  std::string key = gpu::layoutOf(t)->str();
+  for (int64_t d : t->shape())
+    key += "x" + std::to_string(d);
+  key += "|";
   for (int64_t x : w)
     key += std::to_string(x) + ",";
   if (auto it = threadLinearCache_.find(key); it != threadLinearCache_.end())
@@ -204,7 +207,12 @@ std::string Emitter::threadCoord(const Type *t, int dim) {
 }
 
 std::string Emitter::ownerPred(const Type *t) {
-  std::string key = t->isTensor() ? t->str() : "scalar";
+  std::string key = "scalar";
+  if (t->isTensor()) {
+    key = gpu::layoutOf(t)->str();
+    for (int64_t d : t->shape())
+      key += "x" + std::to_string(d);
+  }
   if (auto it = ownerCache_.find(key); it != ownerCache_.end())
     return it->second;
   std::string p;

@@ -12,7 +12,9 @@ Control flow:
   - `if` on a constexpr folds (only the taken branch is generated); on a
     scalar tensor it becomes scf.if, each branch built into a detached block,
     yielding the names assigned in either branch that exist in both after it.
-  - `for ... in range/tl.range/tl.static_range` becomes scf.for and `while`
+  - `for ... in tl.static_range(...)` is expanded here, its variable a
+    constexpr in each copy of the body (as in Triton).
+  - `for ... in range/tl.range` becomes scf.for and `while`
     becomes scf.while. Their loop-carried values are found by a dry run: the
     body is built once into a scratch block that is then discarded, and the
     names it rebinds that were defined before the loop are carried, with the
@@ -753,17 +755,33 @@ class CodeGenerator:
                 bounds.append(u)
         if isinstance(bounds[2], int) and bounds[2] == 0:
             raise self.error(f"{fname}'s step must not be zero", it)
+        if fn is tl.static_range:
+            return self._unroll_static_range(node, it, bounds)
         reverse = isinstance(bounds[2], int) and bounds[2] < 0
         if reverse:
             # scf.for counts up: run iv' over [ub, lb) with step -step and
             # give the body iv = lb + ub - iv' (Triton does the same).
             bounds = [bounds[1], bounds[0], -bounds[2]]
         attrs = {}
-        if fn is tl.static_range:
-            attrs["unroll"] = "full"
-        elif fn is tl.range and _unwrap(spec.num_stages) is not None:
+        if fn is tl.range and _unwrap(spec.num_stages) is not None:
             attrs["num_stages"] = int(_unwrap(spec.num_stages))
         self._build_for(node, node.target.id, bounds, attrs, reverse)
+
+    # Triton's tl.static_range binds its induction variable as a constexpr in
+    # each copy of the body (so `weights[i]`, `tl.static_assert(i < N)` and
+    # `if i % 2 == 0:` are compile-time), which only expansion in the code
+    # generator can give. The unroll pass handles `scf.for {unroll = "full"}`
+    # written in IR.
+    MAX_STATIC_UNROLL = 4096
+
+    def _unroll_static_range(self, node, it, bounds):
+        trips = range(*bounds)
+        if len(trips) > self.MAX_STATIC_UNROLL:
+            raise self.error(f"tl.static_range would unroll {len(trips)} iterations; "
+                             f"at most {self.MAX_STATIC_UNROLL} are allowed", it)
+        for i in trips:
+            self.scope[node.target.id] = tl.constexpr(i)
+            self.visit_stmts(node.body)
 
     def _dry_run(self, build, exclude, seed):
         """Runs `build` with the insertion point in a scratch block that is

@@ -231,14 +231,14 @@ class GPUKernel:
         """Runs this specialisation on the CPU executor (CPU tensors)."""
         from ..jit import convert_runtime_args  # noqa: PLC0415
         if self.tile is not None:
-            values, _ = convert_runtime_args(self.tile, args)
+            values = _exec_args(convert_runtime_args(self.tile, args))
             if all(x > 0 for x in grid):
                 self.tile.run(grid, values)
             return None
         C = load_C()
         if self._cpu_module is None:
             self._cpu_module = C.parse_module(self.asm["tir"], f"<{self.name}>")
-        values, _ = convert_runtime_args(self, args)
+        values = _exec_args(convert_runtime_args(self, args))
         if all(x > 0 for x in grid):
             try:
                 C.execute(self._cpu_module, self.name, tuple(grid), list(values), 0)
@@ -246,6 +246,12 @@ class GPUKernel:
                 message, file, line, col = user_error_args(e)
                 raise ExecutionError(message, file or "", line, col) from None
         return None
+
+
+def _exec_args(converted):
+    """jit.convert_runtime_args's executor arguments (older versions also
+    returned the devices, as a tuple)."""
+    return converted[0] if isinstance(converted, tuple) else converted
 
 
 # ---------------------------------------------------------------------------
@@ -258,8 +264,8 @@ def _compile_to_ptx(C, tile, target, num_warps, num_stages):
         raise NotImplementedError("this build of tritium._C has no NVIDIA backend "
                                   "(_C.compile_to_ptx); rebuild with `make build`")
     try:
-        # The GPU pipeline rewrites the module: keep the tile IR for the CPU.
-        return fn(tile.module.clone(), tile.name, target, num_warps, num_stages)
+        # compile_to_ptx works on its own copy: tile.module stays the tile IR.
+        return fn(tile.module, tile.name, target, num_warps, num_stages)
     except C.UserError as e:
         message, file, line, col = user_error_args(e)
         raise CompilationError(message, file, line, col, function=tile.name) from None
