@@ -329,41 +329,59 @@ def compile_gpu(jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
 # JITFunction.run for GPU tensors
 
 
-def _check_devices(jit_fn, params, values):
-    """The device index of the launch; raises for CPU tensors mixed in."""
-    names = [n for n, p in params if p[0] == "arg"]
+def _launch_device(jit_fn, params, values):
+    """The device index of a launch (the first GPU tensor's) and the runtime
+    arguments as the launcher takes them (pointers as addresses). Raises for
+    CPU tensors mixed in, or tensors on non-CUDA devices."""
     device = None
-    for name, v in zip(names, values):
+    args = []
+    for v in values:
         if type(v) is not PointerArg:
+            args.append(v)
             continue
-        if v.device == "cpu":
-            raise ExecutionError(
-                f"{jit_fn.__name__}: argument {name!r} is a CPU tensor, but other arguments are "
-                "on the GPU; a launch runs on the GPU (all tensors there) or on the CPU "
-                "executor (all tensors on the CPU)")
         if v.device != "cuda":
-            raise ExecutionError(f"{jit_fn.__name__}: argument {name!r} is on device "
-                                 f"{v.device!r}; tritium launches on CUDA GPUs only")
+            _device_error(jit_fn, params, values, v)
         if device is None:
             device = _device_of(v.keepalive)
-    return device if device is not None else _current_device()
+        args.append(v.address)
+    return (device if device is not None else _current_device()), args
+
+
+def _device_error(jit_fn, params, values, bad):
+    names = [n for n, p in params if p[0] == "arg"]
+    name = next((n for n, v in zip(names, values) if v is bad), "?")
+    if bad.device == "cpu":
+        raise ExecutionError(
+            f"{jit_fn.__name__}: argument {name!r} is a CPU tensor, but other arguments are "
+            "on the GPU; a launch runs on the GPU (all tensors there) or on the CPU "
+            "executor (all tensors on the CPU)")
+    raise ExecutionError(f"{jit_fn.__name__}: argument {name!r} is on device "
+                         f"{bad.device!r}; tritium launches on CUDA GPUs only")
 
 
 def run_jit(jit_fn, bound, key, params, values, grid, options, warmup):
     """JITFunction.run for a launch whose tensors are on the GPU: compile
-    (per specialisation, options and device target; memory and disk cached)
-    and launch on torch's current stream. Returns the GPUKernel."""
-    device = _check_devices(jit_fn, params, values)
+    (per specialisation, options and device; memory and disk cached) and
+    launch on torch's current stream. Returns the GPUKernel.
+
+    bound: the launch's inspect.BoundArguments (for a callable grid's meta);
+    key, params, values: JITFunction's specialisation key, the code
+    generator's params and the runtime values (PointerArg for tensors);
+    grid: as given to kernel[grid]; options: the launch options
+    (num_warps, num_stages, stream, ...)."""
+    device, args = _launch_device(jit_fn, params, values)
     num_warps = options.get("num_warps") or DEFAULT_NUM_WARPS
     num_stages = options.get("num_stages") or DEFAULT_NUM_STAGES
-    target = default_target(device)
-    gpu_cache = jit_fn.__dict__.setdefault("gpu_cache", {})
-    ck = (key, num_warps, num_stages, target)
+    try:
+        gpu_cache = jit_fn.gpu_cache
+    except AttributeError:
+        gpu_cache = jit_fn.gpu_cache = {}
+    ck = (key, num_warps, num_stages, device)
     kernel = gpu_cache.get(ck)
     if kernel is None:
         try:
             kernel = compile_gpu(jit_fn, params, key, num_warps=num_warps,
-                                 num_stages=num_stages, target=target)
+                                 num_stages=num_stages, target=default_target(device))
         except CompilationError as e:
             raise e.with_traceback(None) from None
         gpu_cache[ck] = kernel
@@ -372,20 +390,22 @@ def run_jit(jit_fn, bound, key, params, values, grid, options, warmup):
     if grid is None:
         raise TypeError(f"{jit_fn.__name__}: no grid given; launch with "
                         f"{jit_fn.__name__}[grid](...)")
-    from ..jit import normalize_grid  # noqa: PLC0415
-    from ..language.core import _unwrap  # noqa: PLC0415
     if callable(grid):
+        from ..language.core import _unwrap  # noqa: PLC0415
         meta = {k: _unwrap(v) for k, v in bound.arguments.items()}
         meta.update(options)
-        g = normalize_grid(grid, meta)
+        grid = grid(meta)
+    if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(x) is int and x >= 0
+                                                           for x in grid):
+        g = grid + (1,) * (3 - len(grid))  # the common case, checked inline
     else:
+        from ..jit import normalize_grid  # noqa: PLC0415
         g = normalize_grid(grid, None)
     if g[0] == 0 or g[1] == 0 or g[2] == 0:
         return kernel
     stream = options.get("stream")
     if stream is None:
         stream = current_stream(device)
-    args = [v.address if type(v) is PointerArg else v for v in values]
     # Pointers were checked above (torch says they are CUDA tensors).
     kernel.gpu_kernel().launch(g[0], g[1], g[2], stream, device, args, False)
     return kernel
