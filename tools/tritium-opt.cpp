@@ -56,8 +56,8 @@ void printHelp(std::ostream &os) {
         "passes:\n";
   for (const PassInfo &p : allPasses()) {
     std::string flag = "  --" + p.name;
-    os << flag << std::string(std::max<size_t>(2, 27 - flag.size()), ' ')
-       << p.description << "\n";
+    int pad = std::max(2, 29 - (int)flag.size());
+    os << flag << std::string(pad, ' ') << p.description << "\n";
   }
 }
 
@@ -261,11 +261,12 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Options o = parseArgs(argc, argv);
   try {
-    return run(o);
+    return run(parseArgs(argc, argv));
   } catch (const std::exception &e) {
     std::cerr << "tritium-opt: internal error: " << e.what() << "\n";
-    return 1;
+  } catch (...) {
+    std::cerr << "tritium-opt: internal error: unknown exception\n";
   }
+  return 1;
 }

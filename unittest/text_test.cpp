@@ -7,8 +7,10 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 using namespace tritium;
 
@@ -66,6 +68,31 @@ Operation *findOp(Module &m, const std::string &name, int nth = 0) {
   });
   return found;
 }
+
+/// A stand-in for the GPU library's layouts: any `#test<...>` text.
+class TextLayout : public Layout {
+public:
+  explicit TextLayout(std::string t) : text(std::move(t)) {}
+  std::string str() const override { return text; }
+  std::string text;
+};
+
+const Layout *parseTestLayout(const std::string &text) {
+  static std::map<std::string, std::unique_ptr<TextLayout>> interned;
+  if (text.rfind("#test<", 0) != 0)
+    throw std::runtime_error("not a test layout");
+  auto &slot = interned[text];
+  if (!slot)
+    slot = std::make_unique<TextLayout>(text);
+  return slot.get();
+}
+
+/// Parses `#test<...>` layouts while in scope (GPU IR text without the GPU
+/// library's layout parser).
+struct WithTestLayouts {
+  LayoutParser previous = setLayoutParser(&parseTestLayout);
+  ~WithTestLayouts() { setLayoutParser(previous); }
+};
 
 // ---------------------------------------------------------------------------
 // Hand-written modules that together use every op and every type.
@@ -222,7 +249,18 @@ tt.func @control(%n: i32, %p: !tt.ptr<f32>) -> f32 {
 }
 )";
 
-const std::vector<const char *> kModules = {kArith, kMemory, kControl};
+// GPU IR only: parse it under WithTestLayouts.
+const char *kGPU = R"(
+tt.func @gpu(%x: tensor<64x32xf32, #test<rows>>) -> tensor<64x32xf32, #test<cols>> {
+  %y = ttg.convert_layout %x : tensor<64x32xf32, #test<cols>> loc("gpu.py":4:8)
+  %z = ttg.convert_layout %y : tensor<64x32xf32, #test<rows>>
+  %w = arith.addf %x, %z : tensor<64x32xf32, #test<rows>>
+  %v = ttg.convert_layout %w : tensor<64x32xf32, #test<cols>>
+  tt.return %v
+}
+)";
+
+const std::vector<const char *> kModules = {kArith, kMemory, kControl, kGPU};
 
 void collectDTypes(const Type *t, std::set<DType> &out) {
   if (t->isScalar())
@@ -238,6 +276,7 @@ void collectDTypes(const Type *t, std::set<DType> &out) {
 // ---------------------------------------------------------------------------
 
 TEST(TextRoundTrip, ModulesCoverEveryOpAndDType) {
+  WithTestLayouts layouts;
   std::set<OpCode> ops;
   std::set<DType> dtypes;
   bool sawTensorOfPtr = false, sawAddrSpace = false, saw3d = false;
@@ -267,6 +306,7 @@ TEST(TextRoundTrip, ModulesCoverEveryOpAndDType) {
 }
 
 TEST(TextRoundTrip, PrintParsePrintIsStable) {
+  WithTestLayouts layouts;
   for (const char *text : kModules) {
     std::string once = print(*parse(text));
     std::string twice = print(*parse(once));
@@ -275,6 +315,7 @@ TEST(TextRoundTrip, PrintParsePrintIsStable) {
 }
 
 TEST(TextRoundTrip, HandWrittenModulesVerify) {
+  WithTestLayouts layouts;
   for (const char *text : kModules)
     EXPECT_EQ(verifyError(text), "");
 }
@@ -297,6 +338,8 @@ TEST(TextRoundTrip, PrintsTheHandWrittenTextBack) {
   };
   EXPECT_EQ(print(*parse(kMemory)), strip(kMemory));
   EXPECT_EQ(print(*parse(kArith)), strip(kArith));
+  WithTestLayouts layouts;
+  EXPECT_EQ(print(*parse(kGPU)), strip(kGPU));
 }
 
 TEST(TextRoundTrip, ControlFlowText) {
@@ -400,6 +443,29 @@ tt.func @k(%a: f32) -> f32 {
                   "  } {\n  ^bb0(%x: f32, %y: f32):\n    scf.yield %y, %x\n");
   EXPECT_CONTAINS(text, "%s = arith.addf %r_0, %r_1 : f32\n  tt.return %s\n}");
   EXPECT_EQ(print(*parse(text)), text);
+}
+
+TEST(TextRoundTrip, LayoutsGoThroughTheRegisteredParser) {
+  const char *text =
+      "tt.func @k(%x: tensor<64xf32, #test<{a = [1, 2], b = \"->\"}>>) {\n"
+      "  %y = arith.negf %x : tensor<64xf32, #test<{a = [1, 2], b = \"->\"}>>\n"
+      "  tt.return\n"
+      "}\n";
+  LayoutParser previous = setLayoutParser(nullptr);
+  EXPECT_EQ(parseError(text),
+            "test.tir:1:31: error: cannot parse tensor layout '#test<{a = [1, "
+            "2], b = \"->\"}>': no layout parser is registered");
+  setLayoutParser(&parseTestLayout);
+  auto m = parse(text);
+  const Type *t = m->functions()[0]->arg(0)->type();
+  ASSERT_NE(t->layout(), nullptr);
+  EXPECT_EQ(t->layout()->str(), "#test<{a = [1, 2], b = \"->\"}>");
+  EXPECT_EQ(findOp(*m, "arith.negf")->result()->type(), t);
+  EXPECT_EQ(print(*m), text);
+  EXPECT_CONTAINS(parseError("tt.func @k(%x: tensor<64xf32, #blocked>) {\n}\n"),
+                  "test.tir:1:31: error: invalid tensor layout '#blocked': not "
+                  "a test layout");
+  setLayoutParser(previous);
 }
 
 // ---------------------------------------------------------------------------
@@ -858,6 +924,61 @@ TEST(TextVerify, ShapeOps) {
       "tensor<4x8xf32>");
   EXPECT_CONTAINS(verifyError(fn("  %x = tt.trans %m : tensor<8x4xf32>")),
                   "'tt.trans' op requires an array attribute 'order'");
+}
+
+TEST(TextVerify, ConvertLayout) {
+  WithTestLayouts layouts;
+  auto gpuFn = [](const std::string &body) {
+    return "tt.func @k(%x: tensor<4x8xf32, #test<a>>, %t: tensor<4x8xf32>) "
+           "{\n" +
+           body + "\n  tt.return\n}\n";
+  };
+  std::string ok =
+      gpuFn("  %y = ttg.convert_layout %x : tensor<4x8xf32, #test<b>>");
+  EXPECT_EQ(verifyError(ok), "");
+  EXPECT_EQ(print(*parse(ok)), ok);
+  auto m = parse(ok);
+  Operation *c = findOp(*m, "ttg.convert_layout");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->code(), OpCode::ConvertLayout);
+  EXPECT_TRUE(c->hasTrait(PURE));
+  EXPECT_EQ(c->result(0)->type()->layout()->str(), "#test<b>");
+  // Converting to the layout the operand already has is valid (and folds).
+  EXPECT_EQ(verifyError(gpuFn(
+                "  %y = ttg.convert_layout %x : tensor<4x8xf32, #test<a>>")),
+            "");
+
+  EXPECT_CONTAINS(
+      verifyError(
+          gpuFn("  %y = ttg.convert_layout %x : tensor<8x4xf32, #test<b>>")),
+      "'ttg.convert_layout' op operand and result shapes differ: "
+      "tensor<4x8xf32, #test<a>> -> tensor<8x4xf32, #test<b>>");
+  EXPECT_CONTAINS(
+      verifyError(
+          gpuFn("  %y = ttg.convert_layout %x : tensor<32xf32, #test<b>>")),
+      "'ttg.convert_layout' op operand and result shapes differ");
+  EXPECT_CONTAINS(
+      verifyError(
+          gpuFn("  %y = ttg.convert_layout %x : tensor<4x8xf16, #test<b>>")),
+      "'ttg.convert_layout' op result element type f16 differs from operand "
+      "element type f32");
+  EXPECT_CONTAINS(
+      verifyError(gpuFn("  %y = ttg.convert_layout %x, %x : tensor<4x8xf32, "
+                        "#test<b>>")),
+      "'ttg.convert_layout' op expects 1 operand, found 2");
+  EXPECT_CONTAINS(
+      verifyError(gpuFn("  %f = arith.constant {value = 1.0} : f32\n"
+                        "  %y = ttg.convert_layout %f : f32")),
+      "'ttg.convert_layout' op operand must be a tensor, found f32");
+  // Tile IR has no layouts to convert between.
+  EXPECT_CONTAINS(
+      verifyError(
+          gpuFn("  %y = ttg.convert_layout %t : tensor<4x8xf32, #test<b>>")),
+      "'ttg.convert_layout' op operand and result must carry layouts (GPU IR "
+      "only): tensor<4x8xf32> -> tensor<4x8xf32, #test<b>>");
+  EXPECT_CONTAINS(
+      verifyError(gpuFn("  %y = ttg.convert_layout %x : tensor<4x8xf32>")),
+      "'ttg.convert_layout' op operand and result must carry layouts");
 }
 
 TEST(TextVerify, Reduce) {

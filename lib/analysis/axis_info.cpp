@@ -52,7 +52,8 @@ AxisInfo join(const AxisInfo &a, const AxisInfo &b) {
     r.contiguity[d] = gcd(a.contiguity[d], b.contiguity[d]);
     r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
   }
-  for (size_t d = 0; d < r.divisibility.size() && d < b.divisibility.size(); ++d)
+  for (size_t d = 0; d < r.divisibility.size() && d < b.divisibility.size();
+       ++d)
     r.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
   if (a.constant != b.constant)
     r.constant.reset();
@@ -197,8 +198,13 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
     set(op.result(0), info);
     return;
   }
+  case OpCode::ConvertLayout:
+    // Same elements at the same coordinates; only the threads holding them
+    // change.
+    set(op.result(0), in(0));
+    return;
   case OpCode::Reshape:
-    // A reshape to the same shape is a layout conversion at the GPU level.
+    // A reshape to the same shape keeps every coordinate.
     if (shapeOf(op.operand(0)) == resultShape())
       set(op.result(0), in(0));
     else
@@ -216,7 +222,8 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
   case OpCode::SubI:
   case OpCode::AddPtr: {
     AxisInfo a = in(0), b = in(1);
-    int64_t scale = op.code() == OpCode::AddPtr ? elemBytes(op.operand(0)->type()) : 1;
+    int64_t scale =
+        op.code() == OpCode::AddPtr ? elemBytes(op.operand(0)->type()) : 1;
     AxisInfo info = AxisInfo::unknown(resultShape());
     for (int d = 0; d < info.rank(); ++d) {
       int64_t c = gcd(a.contiguity[d], b.constancy[d]);
@@ -226,9 +233,8 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
       info.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
     }
     for (size_t d = 0; d < info.divisibility.size(); ++d)
-      info.divisibility[d] =
-          gcd(a.divisibility[d],
-              std::min(kMaxDivisor, b.divisibility[d] * scale));
+      info.divisibility[d] = gcd(
+          a.divisibility[d], std::min(kMaxDivisor, b.divisibility[d] * scale));
     if (a.constant && b.constant && op.code() != OpCode::AddPtr)
       info.constant = op.code() == OpCode::AddI ? *a.constant + *b.constant
                                                 : *a.constant - *b.constant;
@@ -268,9 +274,8 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
     if (b.constant && *b.constant >= 0 && *b.constant < 31) {
       int64_t sh = *b.constant;
       int64_t ad = elementDivisibility(a);
-      int64_t div = op.code() == OpCode::ShLI
-                        ? std::min(kMaxDivisor, ad << sh)
-                        : std::max<int64_t>(1, ad >> sh);
+      int64_t div = op.code() == OpCode::ShLI ? std::min(kMaxDivisor, ad << sh)
+                                              : std::max<int64_t>(1, ad >> sh);
       std::fill(info.divisibility.begin(), info.divisibility.end(), div);
       if (sh == 0)
         info.contiguity = a.contiguity;
@@ -333,7 +338,8 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
     Block &body = op.region(0).front();
     AxisInfo lb = in(0), step = in(2);
     AxisInfo iv = AxisInfo::unknown({});
-    iv.divisibility[0] = gcd(lb.scalarDivisibility(), step.scalarDivisibility());
+    iv.divisibility[0] =
+        gcd(lb.scalarDivisibility(), step.scalarDivisibility());
     set(body.argument(0), iv);
     std::vector<AxisInfo> carried;
     for (unsigned i = 3; i < op.numOperands(); ++i)
@@ -374,7 +380,8 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
       Block &b = op.region(r).front();
       visitBlock(b);
       Operation *y = b.terminator();
-      for (unsigned i = 0; y && i < op.numResults() && i < y->numOperands(); ++i) {
+      for (unsigned i = 0; y && i < op.numResults() && i < y->numOperands();
+           ++i) {
         AxisInfo v = get(y->operand(i));
         if (res.size() <= i)
           res.push_back(v);
@@ -383,8 +390,8 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
       }
     }
     for (unsigned i = 0; i < op.numResults(); ++i)
-      set(op.result(i), i < res.size() ? res[i]
-                                       : AxisInfo::unknown(shapeOf(op.result(i))));
+      set(op.result(i),
+          i < res.size() ? res[i] : AxisInfo::unknown(shapeOf(op.result(i))));
     return;
   }
   case OpCode::While: {
@@ -395,14 +402,16 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
       carried.push_back(in(i));
     for (int round = 0;; ++round) {
       for (size_t i = 0; i < carried.size(); ++i)
-        set(before.argument(i), round > 4 ? AxisInfo::unknown(shapeOf(before.argument(i)))
-                                          : carried[i]);
+        set(before.argument(i),
+            round > 4 ? AxisInfo::unknown(shapeOf(before.argument(i)))
+                      : carried[i]);
       visitBlock(before);
       Operation *cond = before.terminator();
       for (unsigned i = 0; i < after.numArguments(); ++i)
-        set(after.argument(i), cond && i + 1 < cond->numOperands()
-                                   ? get(cond->operand(i + 1))
-                                   : AxisInfo::unknown(shapeOf(after.argument(i))));
+        set(after.argument(i),
+            cond && i + 1 < cond->numOperands()
+                ? get(cond->operand(i + 1))
+                : AxisInfo::unknown(shapeOf(after.argument(i))));
       visitBlock(after);
       if (round > 4)
         break;
@@ -430,12 +439,14 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
   for (unsigned r = 0; r < op.numRegions(); ++r)
     for (auto &b : op.region(r).blocks())
       visitBlock(*b);
-  if (op.hasTrait(ELEM) && op.numResults() == 1 && op.result(0)->type()->isTensor()) {
+  if (op.hasTrait(ELEM) && op.numResults() == 1 &&
+      op.result(0)->type()->isTensor()) {
     AxisInfo info = AxisInfo::unknown(resultShape());
     for (int d = 0; d < info.rank(); ++d) {
       int64_t c = op.result(0)->type()->shape()[d];
       for (Value *v : op.operands())
-        c = gcd(c, get(v).constancy.size() > (size_t)d ? get(v).constancy[d] : 1);
+        c = gcd(c,
+                get(v).constancy.size() > (size_t)d ? get(v).constancy[d] : 1);
       info.constancy[d] = c;
     }
     set(op.result(0), info);

@@ -34,6 +34,7 @@ OpClass classify(OpCode c) {
   case OpCode::Broadcast:
   case OpCode::ExpandDims:
   case OpCode::Reshape:
+  case OpCode::ConvertLayout:
   case OpCode::Trans:
   case OpCode::Reduce:
   case OpCode::Dot:

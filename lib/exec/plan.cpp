@@ -413,6 +413,7 @@ private:
     }
     case OpCode::ExpandDims:
     case OpCode::Reshape:
+    case OpCode::ConvertLayout: // the executor keeps no layouts: a copy
       checkArity(op, 1, 1, 1);
       checkSameCount(op, op.operand(0), numElems(op.result(0)->type()));
       return;

@@ -1,6 +1,7 @@
 // Whole-tensor ops of the CPU executor: constants and ranges, program ids,
-// shape ops (splat, broadcast, expand_dims, reshape, trans), reductions and
-// matrix products.
+// shape ops (splat, broadcast, expand_dims, reshape, trans, convert_layout:
+// an alias of its operand, since values are row-major whatever their layout),
+// reductions and matrix products.
 //
 // Reductions: sum and prod of floats accumulate in double and round to the
 // element type once at the end (at least as accurate as the GPU's tree of
@@ -343,6 +344,7 @@ void evalTensorOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
     return;
   case OpCode::ExpandDims:
   case OpCode::Reshape:
+  case OpCode::ConvertLayout:
     f[op.out[0]] = f[op.in[0]].withType(rt);
     return;
   case OpCode::Trans:

@@ -76,7 +76,8 @@ struct Assigner {
       if (log2Exact(d) < 0) {
         Operation *def = v->definingOp();
         throw UserError("tensor shapes on the GPU must be powers of two, "
-                        "found " + v->type()->str(),
+                        "found " +
+                            v->type()->str(),
                         def ? def->loc() : f.loc());
       }
     uf.find(v);
@@ -110,10 +111,12 @@ struct Assigner {
         uniteAll(all);
         break;
       case OpCode::Broadcast:
-        edges.push_back({EdgeKind::Broadcast, &op, op.operand(0), op.result(0)});
+        edges.push_back(
+            {EdgeKind::Broadcast, &op, op.operand(0), op.result(0)});
         break;
       case OpCode::ExpandDims:
-        edges.push_back({EdgeKind::ExpandDims, &op, op.operand(0), op.result(0)});
+        edges.push_back(
+            {EdgeKind::ExpandDims, &op, op.operand(0), op.result(0)});
         break;
       case OpCode::Reduce:
         if (op.result(0)->type()->isTensor())
@@ -203,7 +206,8 @@ struct Assigner {
       int64_t maxMultiple = std::max<int64_t>(info.divisibility[d0] / eb, 1);
       int64_t maxContig = std::min(info.contiguity[d0], shape[d0]);
       int64_t alignment = std::min(maxMultiple, maxContig);
-      int64_t perThread = std::min<int64_t>(alignment, std::max<int64_t>(16 / eb, 1));
+      int64_t perThread =
+          std::min<int64_t>(alignment, std::max<int64_t>(16 / eb, 1));
       if (perThread > bestPerThread) {
         bestPerThread = perThread;
         bestOrder = order;
@@ -212,7 +216,8 @@ struct Assigner {
     int64_t threads = (int64_t)numWarps * kThreadsPerWarp;
     bestPerThread = std::min(bestPerThread,
                              std::max<int64_t>(t->numElements() / threads, 1));
-    bestPerThread = int64_t(1) << log2Floor(std::max<int64_t>(bestPerThread, 1));
+    bestPerThread = int64_t(1)
+                    << log2Floor(std::max<int64_t>(bestPerThread, 1));
     std::vector<int64_t> spt(rank, 1);
     spt[bestOrder[0]] = bestPerThread;
     return BlockedLayout::forShape(shape, spt, bestOrder, numWarps);
@@ -227,17 +232,20 @@ struct Assigner {
 
   /// The layout `to` (an end of `e`) gets from the other end's layout
   /// `from`; null when nothing follows.
-  static const GPULayout *derive(const Edge &e, bool toDst, const GPULayout *from) {
+  static const GPULayout *derive(const Edge &e, bool toDst,
+                                 const GPULayout *from) {
     switch (e.kind) {
     case EdgeKind::Broadcast:
       return from->kind() == GPULayout::Kind::Linear ? nullptr : from;
     case EdgeKind::ExpandDims: {
       int axis = (int)e.op->intAttr("axis");
-      return toDst ? expandDimsLayout(from, axis) : SliceLayout::get(axis, from);
+      return toDst ? expandDimsLayout(from, axis)
+                   : SliceLayout::get(axis, from);
     }
     case EdgeKind::Reduce: {
       int axis = (int)e.op->intAttr("axis");
-      return toDst ? SliceLayout::get(axis, from) : expandDimsLayout(from, axis);
+      return toDst ? SliceLayout::get(axis, from)
+                   : expandDimsLayout(from, axis);
     }
     case EdgeKind::Trans: {
       std::vector<int64_t> order = e.op->arrayAttr("order");
@@ -276,7 +284,8 @@ struct Assigner {
       if (g->layout)
         continue;
       g->layout = g->anchors.empty()
-                      ? BlockedLayout::defaultFor(g->members.front()->type()->shape(), numWarps)
+                      ? BlockedLayout::defaultFor(
+                            g->members.front()->type()->shape(), numWarps)
                       : coalesced(*g);
       int64_t originSize = g->numElements;
       std::deque<Group *> queue{g};
@@ -372,14 +381,12 @@ bool hasGPULayouts(Function &f) {
 } // namespace
 
 bool isLayoutConversion(const Operation &op) {
-  return op.code() == OpCode::Reshape && op.numOperands() == 1 &&
-         op.operand(0)->type()->isTensor() &&
-         op.operand(0)->type()->shape() == op.result(0)->type()->shape();
+  return op.code() == OpCode::ConvertLayout;
 }
 
 Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l) {
-  auto op = Operation::create(OpCode::Reshape, {v}, {withLayout(v->type(), l)},
-                              {}, before->loc());
+  auto op = Operation::create(OpCode::ConvertLayout, {v},
+                              {withLayout(v->type(), l)}, {}, before->loc());
   Block *b = before->parentBlock();
   return b->insert(b->find(before), std::move(op))->result(0);
 }

@@ -42,7 +42,9 @@ std::vector<int64_t> movementWeights(const Operation &op) {
     return w;
   }
   case OpCode::Reshape:
-    // Row-major reshape keeps the flat index (a conversion keeps the shape).
+  case OpCode::ConvertLayout:
+    // Row-major reshape keeps the flat index; a conversion keeps the shape,
+    // so every coordinate maps to itself.
     return rowMajorStrides(dstShape);
   default:
     throw InternalError(std::string("movementWeights: '") + op.name() +
@@ -80,7 +82,8 @@ MovementPlan planMovement(const Type *src, const Type *dst,
   const LinearLayout &d = linearOf(dst);
   if (!s.isDisjoint() || !d.isDisjoint())
     throw InternalError("planMovement: layouts whose bases overlap are not "
-                        "supported: " + src->str() + " -> " + dst->str());
+                        "supported: " +
+                        src->str() + " -> " + dst->str());
   std::vector<int64_t> srcStrides = rowMajorStrides(s.shape);
   MovementPlan plan;
   plan.scratchBytes = src->numElements() * storageBytes(src->element());

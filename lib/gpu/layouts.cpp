@@ -76,10 +76,10 @@ const BlockedLayout *BlockedLayout::get(std::vector<int64_t> sizePerThread,
   return LayoutTable::get().intern(std::move(l));
 }
 
-const BlockedLayout *
-BlockedLayout::forShape(const std::vector<int64_t> &shape,
-                        std::vector<int64_t> sizePerThread,
-                        std::vector<int64_t> order, int numWarps) {
+const BlockedLayout *BlockedLayout::forShape(const std::vector<int64_t> &shape,
+                                             std::vector<int64_t> sizePerThread,
+                                             std::vector<int64_t> order,
+                                             int numWarps) {
   int rank = (int)shape.size();
   std::vector<int64_t> tpw(rank, 1), wpc(rank, 1);
   int64_t remainingLanes = kThreadsPerWarp;
@@ -266,6 +266,134 @@ const GPULayout *permuteLayout(const GPULayout *l,
   for (int k = 0; k < rank; ++k)
     ord[k] = inv[b->order[k]];
   return BlockedLayout::get(spt, tpw, wpc, ord);
+}
+
+} // namespace tritium::gpu
+
+// ---------------------------------------------------------------------------
+// Parsing the text form
+// ---------------------------------------------------------------------------
+
+namespace tritium::gpu {
+
+namespace {
+
+struct LayoutLexer {
+  const std::string &s;
+  size_t p;
+  void ws() {
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\t'))
+      ++p;
+  }
+  bool eat(const std::string &t) {
+    ws();
+    if (s.compare(p, t.size(), t) != 0)
+      return false;
+    p += t.size();
+    return true;
+  }
+  bool integer(int64_t &v) {
+    ws();
+    size_t q = p;
+    if (q < s.size() && s[q] == '-')
+      ++q;
+    size_t digits = q;
+    while (q < s.size() && s[q] >= '0' && s[q] <= '9')
+      ++q;
+    if (q == digits)
+      return false;
+    v = std::stoll(s.substr(p, q - p));
+    p = q;
+    return true;
+  }
+  bool list(std::vector<int64_t> &out) {
+    out.clear();
+    if (!eat("["))
+      return false;
+    if (eat("]"))
+      return true;
+    do {
+      int64_t v;
+      if (!integer(v))
+        return false;
+      out.push_back(v);
+    } while (eat(","));
+    return eat("]");
+  }
+  bool listOfLists(std::vector<Basis> &out) {
+    out.clear();
+    if (!eat("["))
+      return false;
+    if (eat("]"))
+      return true;
+    do {
+      Basis b;
+      if (!list(b))
+        return false;
+      out.push_back(b);
+    } while (eat(","));
+    return eat("]");
+  }
+  bool field(const std::string &name) { return eat(name) && eat("="); }
+};
+
+const GPULayout *parseAt(LayoutLexer &lx, const std::vector<int64_t> &shape,
+                         int depth) {
+  if (depth > 8)
+    return nullptr;
+  if (lx.eat("#ttg.blocked<{")) {
+    std::vector<int64_t> spt, tpw, wpc, order;
+    if (!(lx.field("sizePerThread") && lx.list(spt) && lx.eat(",") &&
+          lx.field("threadsPerWarp") && lx.list(tpw) && lx.eat(",") &&
+          lx.field("warpsPerCTA") && lx.list(wpc) && lx.eat(",") &&
+          lx.field("order") && lx.list(order) && lx.eat("}>")))
+      return nullptr;
+    size_t r = spt.size();
+    if (tpw.size() != r || wpc.size() != r || order.size() != r || r == 0)
+      return nullptr;
+    return BlockedLayout::get(spt, tpw, wpc, order);
+  }
+  if (lx.eat("#ttg.slice<{")) {
+    int64_t dim;
+    if (!(lx.field("dim") && lx.integer(dim) && lx.eat(",") &&
+          lx.field("parent")))
+      return nullptr;
+    std::vector<int64_t> parentShape = shape;
+    if (dim < 0 || dim > (int64_t)parentShape.size())
+      return nullptr;
+    parentShape.insert(parentShape.begin() + dim, 1);
+    const GPULayout *parent = parseAt(lx, parentShape, depth + 1);
+    if (!parent || !lx.eat("}>"))
+      return nullptr;
+    return SliceLayout::get((int)dim, parent);
+  }
+  if (lx.eat("#ttg.linear<{")) {
+    LinearLayout ll;
+    ll.shape = shape;
+    std::vector<Basis> block;
+    if (!(lx.field("register") && lx.listOfLists(ll.reg) && lx.eat(",") &&
+          lx.field("lane") && lx.listOfLists(ll.lane) && lx.eat(",") &&
+          lx.field("warp") && lx.listOfLists(ll.warp) && lx.eat(",") &&
+          lx.field("block") && lx.listOfLists(block) && lx.eat("}>")))
+      return nullptr;
+    for (const auto *set : {&ll.reg, &ll.lane, &ll.warp})
+      for (const Basis &b : *set)
+        if (b.size() != shape.size())
+          return nullptr;
+    return LinearEncoding::get(ll);
+  }
+  return nullptr;
+}
+
+} // namespace
+
+const GPULayout *parseLayout(const std::string &text, size_t &pos,
+                             const std::vector<int64_t> &shape) {
+  LayoutLexer lx{text, pos};
+  const GPULayout *l = parseAt(lx, shape, 0);
+  if (l)
+    pos = lx.p;
+  return l;
 }
 
 } // namespace tritium::gpu

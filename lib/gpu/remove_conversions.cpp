@@ -70,7 +70,8 @@ struct Rematerializer {
     if (isLayoutConversion(*def)) {
       return remat(def->operand(0), l, build);
     } else if (def->code() == OpCode::Constant ||
-               def->code() == OpCode::MakeRange || def->code() == OpCode::Splat) {
+               def->code() == OpCode::MakeRange ||
+               def->code() == OpCode::Splat) {
       newOperands = def->operands();
     } else if (def->code() == OpCode::Broadcast) {
       if (l->kind() == GPULayout::Kind::Linear)
@@ -99,9 +100,9 @@ struct Rematerializer {
       done[key] = v; // any non-null marks success of the dry run
       return v;
     }
-    auto copy = Operation::create(def->code(), newOperands,
-                                  {withLayout(v->type(), l)}, def->attrs(),
-                                  def->loc());
+    auto copy =
+        Operation::create(def->code(), newOperands, {withLayout(v->type(), l)},
+                          def->attrs(), def->loc());
     Block *b = insertBefore->parentBlock();
     Value *r = b->insert(b->find(insertBefore), std::move(copy))->result(0);
     done[key] = r;

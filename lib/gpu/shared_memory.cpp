@@ -14,6 +14,7 @@ bool isMovement(const Operation &op) {
   case OpCode::ExpandDims:
   case OpCode::Reshape:
   case OpCode::Trans:
+  case OpCode::ConvertLayout:
     return true;
   default:
     return false;
@@ -65,8 +66,8 @@ SharedMemoryPlan allocateSharedMemory(Function &f) {
     int64_t bytes = 0;
     if (isMovement(*op) && op->operand(0)->type()->isTensor() &&
         layoutOf(op->operand(0)->type()) && layoutOf(op->result(0)->type())) {
-      MovementPlan mp = planMovement(op->operand(0)->type(),
-                                     op->result(0)->type(), movementWeights(*op));
+      MovementPlan mp = planMovement(
+          op->operand(0)->type(), op->result(0)->type(), movementWeights(*op));
       bytes = mp.scratchBytes;
     } else if (op->code() == OpCode::Reduce) {
       bytes = reduceScratchBytes(*op);

@@ -2,6 +2,8 @@
 // plus a few hand-writing conveniences: `%r:2 = ...` with uses `%r#0`,
 // `// comments`, `loc(unknown)`, `-> (f32)`, and operand types after a
 // result-less op (`tt.return %a : f32`), which must match the operands.
+// Tensor layouts (`tensor<64xf32, #ttg.blocked<...>>`) go to the parser that
+// the GPU library registers with setLayoutParser.
 //
 // It works directly on characters (recursive descent, no token stream) so
 // that types like `tensor<128x64xf32>` need no lexer modes. It checks syntax
@@ -12,6 +14,7 @@
 
 #include "text_internal.h"
 
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -34,6 +37,12 @@ bool isNumeric(const std::string &s) {
       return false;
   return true;
 }
+
+std::atomic<LayoutParser> &layoutParserSlot() {
+  static std::atomic<LayoutParser> slot{nullptr};
+  return slot;
+}
+LayoutParser layoutParser() { return layoutParserSlot().load(); }
 
 class Parser {
 public:
@@ -211,8 +220,7 @@ private:
     return v;
   }
 
-  // ---- attributes
-  // --------------------------------------------------------------
+  // ---- attributes -----------------------------------------------------------
 
   Attribute parseNumber() {
     skipWs();
@@ -349,8 +357,7 @@ private:
     return loc;
   }
 
-  // ---- types
-  // ---------------------------------------------------------------------
+  // ---- types ----------------------------------------------------------------
 
   const Type *parseType() {
     size_t start = (skipWs(), pos_);
@@ -395,15 +402,61 @@ private:
       const Type *elem = parseType();
       if (elem->isTensor())
         errorAt(elemPos, "tensor element type must be a scalar or pointer");
-      if (peek() == ',')
-        error("tensor layouts cannot be parsed");
+      const Layout *layout = nullptr;
+      if (consumeIf(','))
+        layout = parseLayout();
       expect('>', "to end the tensor type");
-      return Type::tensor(elem, shape);
+      return Type::tensor(elem, shape, layout);
     }
     auto dt = parseDType(id);
     if (!dt)
       errorAt(start, "unknown type '" + id + "'");
     return Type::scalar(*dt);
+  }
+
+  /// The layout of a tensor type: `#...` up to the `>` that closes the
+  /// tensor type, with brackets inside balanced.
+  const Layout *parseLayout() {
+    size_t start = (skipWs(), pos_);
+    if (cur() != '#')
+      error("expected a layout ('#...') after ',' in the tensor type, found " +
+            describeNext());
+    int depth = 0;
+    while (!atEnd()) {
+      char c = cur();
+      if (c == '"') {
+        parseString();
+        continue;
+      }
+      if (c == '-' && charAt(pos_ + 1) == '>') {
+        pos_ += 2;
+        continue;
+      }
+      if (c == '>' && depth == 0)
+        break;
+      if (c == '<' || c == '(' || c == '[' || c == '{')
+        ++depth;
+      else if (c == '>' || c == ')' || c == ']' || c == '}')
+        --depth;
+      if (depth < 0 || c == '\n')
+        break;
+      ++pos_;
+    }
+    size_t end = pos_;
+    while (end > start && std::isspace((unsigned char)src_[end - 1]))
+      --end;
+    std::string layoutText = src_.substr(start, end - start);
+    LayoutParser parser = layoutParser();
+    if (!parser)
+      errorAt(start, "cannot parse tensor layout '" + layoutText +
+                         "': no layout parser is registered");
+    try {
+      if (const Layout *l = parser(layoutText))
+        return l;
+    } catch (const std::exception &e) {
+      errorAt(start, "invalid tensor layout '" + layoutText + "': " + e.what());
+    }
+    errorAt(start, "invalid tensor layout '" + layoutText + "'");
   }
 
   std::vector<const Type *> parseTypeList() {
@@ -414,8 +467,7 @@ private:
     return types;
   }
 
-  // ---- values and scopes
-  // -----------------------------------------------------------
+  // ---- values and scopes ----------------------------------------------------
 
   struct Scope {
     // A name of a `%r:N` result pack maps to null; its parts are `r#i`.
@@ -512,8 +564,7 @@ private:
     return yes;
   }
 
-  // ---- ops, blocks, regions
-  // -------------------------------------------------------
+  // ---- ops, blocks, regions -------------------------------------------------
 
   void parseOp(Block *block) {
     skipWs();
@@ -680,8 +731,7 @@ private:
     parseBlocks(r, nullptr);
   }
 
-  // ---- functions
-  // --------------------------------------------------------------------
+  // ---- functions ------------------------------------------------------------
 
   void parseFunction(Module &m) {
     if (!consumeIf("tt.func"))
@@ -768,6 +818,10 @@ private:
 };
 
 } // namespace
+
+LayoutParser setLayoutParser(LayoutParser parser) {
+  return layoutParserSlot().exchange(parser);
+}
 
 std::unique_ptr<Module> parseModule(const std::string &text,
                                     const std::string &filename) {

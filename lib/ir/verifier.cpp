@@ -130,8 +130,7 @@ public:
   }
 
 private:
-  // ---- diagnostics
-  // -------------------------------------------------------------
+  // ---- diagnostics ----------------------------------------------------------
 
   [[noreturn]] void fail(const Operation &op, const std::string &msg) const {
     std::string s = std::string("'") + op.name() + "' op " + msg + "\n  " +
@@ -144,8 +143,7 @@ private:
     throw IRError("'tt.func' @" + func_->name() + " " + msg, func_->loc());
   }
 
-  // ---- counts and attributes
-  // ------------------------------------------------------
+  // ---- counts and attributes ------------------------------------------------
 
   void operands(const Operation &op, unsigned lo, unsigned hi) const {
     unsigned n = op.numOperands();
@@ -207,8 +205,7 @@ private:
                  "\" (expected one of " + list + ")");
   }
 
-  // ---- type rules
-  // -----------------------------------------------------------------
+  // ---- type rules -----------------------------------------------------------
 
   const Type *ty(const Operation &op, unsigned i) const {
     return op.operand(i)->type();
@@ -336,8 +333,7 @@ private:
                    typeText(elemOf(in)));
   }
 
-  // ---- blocks and dominance
-  // -----------------------------------------------------
+  // ---- blocks and dominance -------------------------------------------------
 
   /// Verifies `b`'s ops in order and that it ends with `term`. `owner` is the
   /// op holding the region (null for the function body).
@@ -425,8 +421,7 @@ private:
     verifyRules(op);
   }
 
-  // ---- per-op rules
-  // --------------------------------------------------------------
+  // ---- per-op rules ---------------------------------------------------------
 
   void verifyRules(const Operation &op) {
     switch (op.code()) {
@@ -619,6 +614,21 @@ private:
       if (in->numElements() != out->numElements())
         fail(op,
              "element counts differ: " + typeText(in) + " -> " + typeText(out));
+      return;
+    }
+    case OpCode::ConvertLayout: {
+      // Moves elements between threads only: what the tensor holds (shape
+      // and element type) stays; only the layout may change.
+      operands(op, 1);
+      results(op, 1);
+      const Type *in = tensorOperand(op), *out = tensorResult(op);
+      sameElement(op, in, out);
+      if (in->shape() != out->shape())
+        fail(op, "operand and result shapes differ: " + typeText(in) +
+                     " -> " + typeText(out));
+      if (!in->layout() || !out->layout())
+        fail(op, "operand and result must carry layouts (GPU IR only): " +
+                     typeText(in) + " -> " + typeText(out));
       return;
     }
     case OpCode::Trans: {

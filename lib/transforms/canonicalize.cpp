@@ -277,6 +277,29 @@ Rewrite simplify(Operation *op) {
     }
     return {};
   }
+  case OpCode::ConvertLayout: {
+    // Only the layout changes: a constant is built in the wanted layout, a
+    // conversion to the operand's own type is a no-op, and a conversion of a
+    // conversion converts the original value once.
+    if (op->numOperands() != 1)
+      return {};
+    Value *x = op->operand(0);
+    if (auto c = getConstant(x))
+      return useConstant(*c, /*folded=*/true);
+    if (x->type() == rt)
+      return useValue(x);
+    Operation *inner = x->definingOp();
+    if (!inner || inner->code() != OpCode::ConvertLayout ||
+        inner->numOperands() != 1)
+      return {};
+    Value *src = inner->operand(0);
+    if (src->type() == rt)
+      return useValue(src);
+    Rewrite r;
+    r.newOp = Operation::create(OpCode::ConvertLayout, {src}, {rt}, {},
+                                op->loc());
+    return r;
+  }
   case OpCode::Select: {
     if (op->numOperands() != 3)
       return {};

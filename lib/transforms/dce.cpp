@@ -2,7 +2,8 @@
 //
 // Outline:
 //  1. Functions: keep kernels (`kernel = true`) and whatever they reach
-//     through tt.call; erase the rest.
+//     through tt.call; erase the rest (unless the module has no kernel at
+//     all).
 //  2. Per function, mark live values and ops with a worklist, starting from
 //     the ops that have effects (stores, loads, calls, prints, tt.return,
 //     scf.while). A live op makes its operands live, and the op holding its
@@ -43,6 +44,10 @@ int64_t removeUnreachableFunctions(Module &m) {
   for (auto &f : m.functions())
     if (isKernel(*f) && reached.insert(f.get()).second)
       work.push_back(f.get());
+  // Without a kernel nothing says which functions are entry points (a
+  // module built by a test or a library of helpers): keep them all.
+  if (work.empty())
+    return 0;
   while (!work.empty()) {
     Function *f = work.back();
     work.pop_back();
@@ -157,11 +162,14 @@ private:
     markOp(forOp);
     if (3 + i < forOp->numOperands())
       markValue(forOp->operand(3 + i));
+    if (forOp->numRegions() != 1 || forOp->region(0).empty())
+      throw InternalError("dce: scf.for without a body");
     Block &body = forOp->region(0).front();
     if (Operation *yield = body.terminator(); yield && i < yield->numOperands())
       markValue(yield->operand(i));
     // Keep the loop-carried value and its result consistent.
-    markValueNoIter(body.argument(i + 1));
+    if (i + 1 < body.numArguments())
+      markValueNoIter(body.argument(i + 1));
     if (i < forOp->numResults())
       markValueNoIter(forOp->result(i));
   }

@@ -612,6 +612,7 @@ std::optional<ConstValue> evaluateConstant(const Value *v, int depth) {
   case OpCode::Reshape:
   case OpCode::ExpandDims:
   case OpCode::Trans:
+  case OpCode::ConvertLayout:
     if (def->numOperands() != 1)
       return std::nullopt;
     return evaluateConstant(def->operand(0), depth - 1);

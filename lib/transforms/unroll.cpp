@@ -79,7 +79,9 @@ private:
 
   void unroll(Block &block, Block::iterator it) {
     Operation *loop = it->get();
-    if (loop->numOperands() < 3 || loop->numOperands() != 3 + loop->numResults())
+    if (loop->numOperands() < 3 ||
+        loop->numOperands() != 3 + loop->numResults() ||
+        loop->numRegions() != 1 || loop->region(0).empty())
       throw InternalError("unroll: malformed scf.for");
     int64_t lb = constantBound(loop, 0), ub = constantBound(loop, 1),
             step = constantBound(loop, 2);

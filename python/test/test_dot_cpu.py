@@ -2,91 +2,13 @@
 and the tutorial's blocked matmul with masked edges), against numpy.
 
 `TRITIUM_TEST_AGAINST_TRITON=1|cuda` runs the same kernels under Triton's interpreter or on a GPU
-under real Triton (see test_ops_cpu.py).
+under real Triton (see harness.py).
 """
-
-import os
-
-os.environ["TRITIUM_CHECK_ROUNDTRIP"] = "1"
 
 import numpy as np
 import pytest
 
-# "1": Triton's interpreter, "cuda": real Triton on a GPU (see the module docstring).
-AGAINST_TRITON = os.environ.get("TRITIUM_TEST_AGAINST_TRITON", "")
-if AGAINST_TRITON:
-    if AGAINST_TRITON == "1":
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    import triton
-    import triton.language as tl
-else:
-    import tritium as triton
-    import tritium.language as tl
-
-try:
-    import torch
-except ImportError:  # torch is optional: only the bf16 tests need it
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="bf16 tests need torch")
-interpreter_gap = pytest.mark.skipif(AGAINST_TRITON == "1", reason="a known gap of Triton's interpreter")
-
-# ----------------------------------------------------------------------------------------------
-# helpers
-
-
-def launch(kernel, grid, *args, **meta):
-    """kernel[grid](*args, **meta) on numpy arrays (tritium); under the Triton cross-checks the
-    arrays travel as torch tensors (on the GPU for "cuda") and results are copied back."""
-    if not AGAINST_TRITON:
-        kernel[grid](*args, **meta)
-        return
-    back, dev_args = [], []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = torch.from_numpy(a)
-        elif isinstance(a, torch.Tensor):
-            t = a
-        else:
-            dev_args.append(a)
-            continue
-        if AGAINST_TRITON == "cuda":
-            g = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device="cuda")  # keeps strides
-            g.copy_(t)
-            t = g
-            back.append((a, t))
-        dev_args.append(t)
-    kernel[grid](*dev_args, **meta)
-    for a, t in back:
-        if isinstance(a, np.ndarray):
-            a[...] = t.cpu().numpy()
-        else:
-            a.copy_(t.cpu())
-
-
-def poisoned(shape, dtype):
-    """An output buffer full of values no correct kernel writes."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype=dtype)
-    return np.full(shape, np.iinfo(dtype).max - 5, dtype=dtype)
-
-
-def rand(rng, shape, dtype, lo=None, hi=None):
-    """Random values of `dtype`: normals for floats, uniform ints in [lo, hi] for ints."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        x = rng.standard_normal(shape) * (1.0 if hi is None else hi)
-        return x.astype(dtype)
-    info = np.iinfo(dtype)
-    lo = info.min if lo is None else lo
-    hi = info.max if hi is None else hi
-    wide = np.uint64 if dtype == np.uint64 else np.int64
-    return rng.integers(lo, hi, size=shape, endpoint=True, dtype=wide).astype(dtype)
-
-
-def _id(v):
-    return np.dtype(v).name if isinstance(v, type) else str(v)
+from harness import triton, tl, torch, dtype_id, interpreter_gap, launch, needs_torch, poisoned, rand
 
 
 # ----------------------------------------------------------------------------------------------
@@ -114,7 +36,7 @@ DOT_SHAPES = [(16, 16, 16, 16), (32, 16, 32, 16), (16, 64, 32, 32), (64, 64, 32,
 
 
 @pytest.mark.parametrize("M,N,K,BK", DOT_SHAPES, ids=str)
-@pytest.mark.parametrize("dtype", [np.float16, np.float32], ids=_id)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32], ids=dtype_id)
 def test_dot(dtype, M, N, K, BK):
     rng = np.random.default_rng(80)
     a = rand(rng, (M, K), dtype)

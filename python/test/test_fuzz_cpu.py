@@ -7,22 +7,15 @@ CPU executor; and compares bit for bit with numpy. Seeds are fixed, so a failure
 failing kernel's source is in the assertion message.
 
 `TRITIUM_TEST_AGAINST_TRITON=1` runs the same kernels under Triton's interpreter, `=cuda` under
-real Triton on a GPU (checks of the numpy model itself).
+real Triton on a GPU (checks of the numpy model itself; see harness.py).
 """
 
 import importlib.util
-import os
-
-os.environ["TRITIUM_CHECK_ROUNDTRIP"] = "1"
 
 import numpy as np
 import pytest
 
-AGAINST_TRITON = os.environ.get("TRITIUM_TEST_AGAINST_TRITON", "")
-if AGAINST_TRITON:
-    if AGAINST_TRITON == "1":
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    import torch
+from harness import AGAINST_TRITON, launch
 
 MODULE = "triton" if AGAINST_TRITON else "tritium"
 
@@ -168,12 +161,5 @@ def test_random_int_expressions(seed, tmp_path):
         expr, ref, _ = ExprGen(rng, env).expr(int(rng.integers(2, 6)))
     kernel, src = _load_kernel(tmp_path, seed, expr)
     out = np.full(n, 0x5A5A5A5A, I32)
-    args = [env["a"], env["b"], env["c"], out]
-    if AGAINST_TRITON:
-        args = [torch.from_numpy(x) for x in args]
-        if AGAINST_TRITON == "cuda":
-            args = [t.cuda() for t in args]
-    kernel[((n + 63) // 64,)](*args, env["s"], n, BLOCK=64)
-    if AGAINST_TRITON == "cuda":
-        out[...] = args[3].cpu().numpy()
+    launch(kernel, ((n + 63) // 64,), env["a"], env["b"], env["c"], out, env["s"], n, BLOCK=64)
     np.testing.assert_array_equal(out, ref.astype(I32), err_msg=f"kernel:\n{src}\ns = {env['s']}")

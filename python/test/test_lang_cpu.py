@@ -1,62 +1,14 @@
 """CPU tests of the language around the ops: loops, branches, @jit calls, tuples, constexprs,
 builtins and dtype attributes. Kernels are written as for Triton and checked against numpy.
 
-`TRITIUM_TEST_AGAINST_TRITON=1` runs the same kernels under Triton's interpreter (see test_ops_cpu.py).
+`TRITIUM_TEST_AGAINST_TRITON=1|cuda` runs the same kernels under Triton's interpreter or on a GPU
+under real Triton (see harness.py).
 """
-
-import os
-
-os.environ["TRITIUM_CHECK_ROUNDTRIP"] = "1"
 
 import numpy as np
 import pytest
 
-AGAINST_TRITON = os.environ.get("TRITIUM_TEST_AGAINST_TRITON", "")
-if AGAINST_TRITON:
-    if AGAINST_TRITON == "1":
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    import torch
-    import triton
-    import triton.language as tl
-else:
-    import tritium as triton
-    import tritium.language as tl
-
-
-def launch(kernel, grid, *args, **meta):
-    """kernel[grid](*args, **meta) on numpy arrays (tritium); under the Triton cross-checks the
-    arrays travel as torch tensors (on the GPU for "cuda") and results are copied back."""
-    if not AGAINST_TRITON:
-        kernel[grid](*args, **meta)
-        return
-    back, dev_args = [], []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = torch.from_numpy(a)
-        elif isinstance(a, torch.Tensor):
-            t = a
-        else:
-            dev_args.append(a)
-            continue
-        if AGAINST_TRITON == "cuda":
-            g = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device="cuda")  # keeps strides
-            g.copy_(t)
-            t = g
-            back.append((a, t))
-        dev_args.append(t)
-    kernel[grid](*dev_args, **meta)
-    for a, t in back:
-        if isinstance(a, np.ndarray):
-            a[...] = t.cpu().numpy()
-        else:
-            a.copy_(t.cpu())
-
-
-def poisoned(shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype=dtype)
-    return np.full(shape, np.iinfo(dtype).max - 5, dtype=dtype)
+from harness import triton, tl, interpreter_gap, launch, poisoned
 
 
 def _c_div(a, b):
@@ -611,7 +563,7 @@ def _bool_arg_kernel(out_ptr, flag, v):
     tl.store(out_ptr, r)
 
 
-@pytest.mark.skipif(AGAINST_TRITON == "1", reason="a known gap of Triton's interpreter")
+@interpreter_gap
 @pytest.mark.parametrize("flag", [True, False])
 def test_bool_argument(flag):
     out = poisoned(1, np.int32)
@@ -704,14 +656,7 @@ def test_keyword_arguments_and_launch_options():
     b = np.full(20, 0.25, np.float32)
     out = poisoned(20, np.float32)
     # every argument by keyword, in another order, plus the usual GPU launch options
-    kw = dict(out_ptr=out, n=20, bias_ptr=b, x_ptr=x)
-    if AGAINST_TRITON:
-        kw = {k: (torch.from_numpy(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
-        if AGAINST_TRITON == "cuda":
-            kw = {k: (v.cuda() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
-    _optional_bias_kernel[(1,)](**kw, BLOCK=32, num_warps=4, num_stages=2)
-    if AGAINST_TRITON == "cuda":
-        out[...] = kw["out_ptr"].cpu().numpy()
+    launch(_optional_bias_kernel, (1,), out_ptr=out, n=20, bias_ptr=b, x_ptr=x, BLOCK=32, num_warps=4, num_stages=2)
     np.testing.assert_array_equal(out, x * 2 + 0.25)
 
 

@@ -1,103 +1,18 @@
 """CPU tests of the ops of tritium's language spine, against numpy (and torch for bf16).
 
-Every kernel here is written exactly as one would for Triton (`import tritium as triton`,
-`import tritium.language as tl`) and runs on the CPU executor on numpy arrays. Inputs are fresh
-random values from a seeded RNG; outputs are poisoned (NaN for floats, a sentinel for ints) before
-each launch, so a lane the kernel forgot to write fails the comparison.
+Every kernel here is written exactly as one would for Triton and runs on the CPU executor on
+numpy arrays: fresh random inputs from a seeded RNG, outputs poisoned before each launch.
 
-Cross-check of the tests themselves, which tells a wrong test from a tritium bug: with
-`TRITIUM_TEST_AGAINST_TRITON=1` the very same kernels run under Triton's interpreter
-(TRITON_INTERPRET=1; needs `triton` and torch), with `TRITIUM_TEST_AGAINST_TRITON=cuda` under real
-Triton on a GPU. Tests marked `interpreter_gap` hit known gaps of Triton's interpreter (bf16, float
-and bool scalar arguments, tensor-method math) and are skipped under it.
+`TRITIUM_TEST_AGAINST_TRITON=1|cuda` runs the same kernels under Triton's interpreter or on a GPU
+under real Triton (see harness.py).
 """
-
-import os
-
-os.environ["TRITIUM_CHECK_ROUNDTRIP"] = "1"
 
 import numpy as np
 import pytest
 
-# Cross-checks of the tests themselves (see the module docstring): "1" runs the kernels under
-# Triton's interpreter, "cuda" under real Triton on a GPU.
-AGAINST_TRITON = os.environ.get("TRITIUM_TEST_AGAINST_TRITON", "")
-if AGAINST_TRITON:
-    if AGAINST_TRITON == "1":
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    import triton
-    import triton.language as tl
-else:
-    import tritium as triton
-    import tritium.language as tl
-
-try:
-    import torch
-except ImportError:  # torch is optional: only the bf16 tests need it
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="bf16 tests need torch")
-interpreter_gap = pytest.mark.skipif(AGAINST_TRITON == "1", reason="a known gap of Triton's interpreter")
-
-# ----------------------------------------------------------------------------------------------
-# helpers
-
-
-def launch(kernel, grid, *args, **meta):
-    """kernel[grid](*args, **meta) on numpy arrays (tritium); under the Triton cross-checks the
-    arrays travel as torch tensors (on the GPU for "cuda") and results are copied back."""
-    if not AGAINST_TRITON:
-        kernel[grid](*args, **meta)
-        return
-    back, dev_args = [], []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = torch.from_numpy(a)
-        elif isinstance(a, torch.Tensor):
-            t = a
-        else:
-            dev_args.append(a)
-            continue
-        if AGAINST_TRITON == "cuda":
-            g = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device="cuda")  # keeps strides
-            g.copy_(t)
-            t = g
-            back.append((a, t))
-        dev_args.append(t)
-    kernel[grid](*dev_args, **meta)
-    for a, t in back:
-        if isinstance(a, np.ndarray):
-            a[...] = t.cpu().numpy()
-        else:
-            a.copy_(t.cpu())
-
-
-def poisoned(shape, dtype):
-    """An output buffer full of values no correct kernel writes."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype=dtype)
-    return np.full(shape, np.iinfo(dtype).max - 5, dtype=dtype)
-
-
-def rand(rng, shape, dtype, lo=None, hi=None):
-    """Random values of `dtype`: normals for floats, uniform ints in [lo, hi] for ints."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        x = rng.standard_normal(shape) * (1.0 if hi is None else hi)
-        return x.astype(dtype)
-    info = np.iinfo(dtype)
-    lo = info.min if lo is None else lo
-    hi = info.max if hi is None else hi
-    wide = np.uint64 if dtype == np.uint64 else np.int64
-    return rng.integers(lo, hi, size=shape, endpoint=True, dtype=wide).astype(dtype)
-
-
-def assert_ulp(actual, desired, maxulp):
-    actual = np.asarray(actual)
-    desired = np.asarray(desired).astype(actual.dtype)
-    assert not np.isnan(actual).any(), "output holds NaN (an unwritten lane?)"
-    np.testing.assert_array_max_ulp(actual, desired, maxulp=maxulp)
+from harness import (
+    triton, tl, torch, AGAINST_TRITON, assert_ulp, dtype_id, interpreter_gap, launch, needs_torch, poisoned, rand,
+)
 
 
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8]
@@ -105,10 +20,6 @@ SIGNED_DTYPES = [np.int8, np.int16, np.int32, np.int64]
 FLOAT_DTYPES = [np.float16, np.float32, np.float64]
 ALL_DTYPES = INT_DTYPES + FLOAT_DTYPES
 SIZES = [1, 17, 128, 300]  # 300 is no multiple of any block used below
-
-
-def _id(v):
-    return np.dtype(v).name if isinstance(v, type) else str(v)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -154,7 +65,7 @@ def _copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, x, mask=mask)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("n", SIZES)
 def test_copy_masked_tail(dtype, n):
     rng = np.random.default_rng(1)
@@ -203,7 +114,7 @@ def _zeros_full_kernel(z_ptr, f_ptr, v, BLOCK: tl.constexpr, VALUE: tl.constexpr
     tl.store(f_ptr + BLOCK + offs, g)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 def test_zeros_full(dtype):
     value = 3.5 if np.dtype(dtype).kind == "f" else 7
     z = poisoned(32, dtype)
@@ -241,7 +152,7 @@ def _load_other_kernel(x_ptr, y_ptr, n, OTHER: tl.constexpr, BLOCK: tl.constexpr
     tl.store(y_ptr + offs, x)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("n", [0, 1, 50, 64])
 def test_load_other(dtype, n):
     rng = np.random.default_rng(3)
@@ -399,7 +310,7 @@ def _outer_kernel(a_ptr, b_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr):
     tl.store(y_ptr + M * N + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], t)
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.float32], ids=_id)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.float32], ids=dtype_id)
 def test_outer_product_broadcast(dtype):
     rng = np.random.default_rng(11)
     a = rand(rng, 16, dtype, -100, 100)
@@ -475,7 +386,7 @@ def _run_binary(op, x, y, out_dtype=None):
     return out
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "max", "min"])
 def test_arith_same_dtype(op, dtype):
     rng = np.random.default_rng(20)
@@ -501,7 +412,7 @@ def _c_div(a, b):
     return q.astype(a.dtype), (a64 - q * b64).astype(a.dtype)
 
 
-@pytest.mark.parametrize("dtype", INT_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("op", ["floordiv", "mod"])
 def test_int_div_mod_truncates(op, dtype):
     rng = np.random.default_rng(21)
@@ -526,7 +437,7 @@ def test_int_div_mod_truncates(op, dtype):
             np.testing.assert_array_equal(out[:4], np.array([-1, 1, -1, 1], dtype))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=_id)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=dtype_id)
 def test_float_mod_is_fmod(dtype):
     rng = np.random.default_rng(22)
     x = rand(rng, 200, dtype, hi=10.0)
@@ -535,7 +446,7 @@ def test_float_mod_is_fmod(dtype):
     np.testing.assert_array_equal(_run_binary("mod", x, y), np.fmod(x, y))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=_id)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=dtype_id)
 def test_float_truediv(dtype):
     rng = np.random.default_rng(23)
     x = rand(rng, 300, dtype)
@@ -544,7 +455,7 @@ def test_float_truediv(dtype):
     assert_ulp(_run_binary("truediv", x, y), x.astype(np.float64) / y, maxulp=2)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64], ids=_id)
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64], ids=dtype_id)
 def test_int_truediv_gives_fp32(dtype):
     rng = np.random.default_rng(24)
     x = rand(rng, 100, dtype, -100, 100)
@@ -553,7 +464,7 @@ def test_int_truediv_gives_fp32(dtype):
     assert_ulp(out, x.astype(np.float32).astype(np.float64) / y.astype(np.float32), maxulp=2)
 
 
-@pytest.mark.parametrize("dtype", INT_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("op", ["and", "or", "xor"])
 def test_bitwise(op, dtype):
     rng = np.random.default_rng(25)
@@ -563,7 +474,7 @@ def test_bitwise(op, dtype):
     np.testing.assert_array_equal(_run_binary(op, x, y), ref)
 
 
-@pytest.mark.parametrize("dtype", INT_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("op", ["shl", "shr"])
 def test_shifts(op, dtype):
     rng = np.random.default_rng(26)
@@ -587,7 +498,7 @@ def _unary_ops_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 4 * n + offs, 100 - x % 9 + x // 4, mask=mask)
 
 
-@pytest.mark.parametrize("dtype", SIGNED_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", SIGNED_DTYPES, ids=dtype_id)
 def test_int_unary_and_literal_operands(dtype):
     rng = np.random.default_rng(27)
     n = 70
@@ -619,7 +530,7 @@ def _compare_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 7 * n + offs, tl.where((x > y) ^ (y > 0), 1, 0).to(tl.int8), mask=mask)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 def test_comparisons(dtype):
     rng = np.random.default_rng(28)
     n = 100
@@ -650,7 +561,7 @@ def _where_kernel(c_ptr, x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 2 * n + offs, tl.where(c != 0, 1, y), mask=mask)  # scalar "then"
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
 def test_where(dtype):
     rng = np.random.default_rng(29)
     n = 77
@@ -683,7 +594,7 @@ def test_where_broadcasts():
     np.testing.assert_array_equal(out, ref)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32], ids=_id)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32], ids=dtype_id)
 def test_fp_arith_rounding_exact(dtype):
     # one fp16/fp32 add/sub/mul is correctly rounded: it must match numpy bit for bit
     rng = np.random.default_rng(31)
@@ -763,7 +674,7 @@ MATH_ULP = 16 if AGAINST_TRITON == "cuda" else 4
 MATH_FNS = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "sigmoid", "floor", "ceil"]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=_id)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=dtype_id)
 @pytest.mark.parametrize("fn", MATH_FNS)
 @pytest.mark.parametrize("n", [5, 300])
 def test_math(fn, dtype, n):
@@ -789,7 +700,7 @@ def test_math_tensor_method():
     assert_ulp(out, np.exp(x.astype(np.float64)), MATH_ULP)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.float16], ids=_id)
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.float16], ids=dtype_id)
 def test_abs_other_dtypes(dtype):
     rng = np.random.default_rng(41)
     x = rand(rng, 200, dtype, -127, 127)
@@ -848,7 +759,7 @@ def _max_min_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 2 * n + offs, tl.minimum(x, y) + tl.maximum(x, y), mask=mask)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
 def test_maximum_minimum_literals(dtype):
     rng = np.random.default_rng(44)
     n = 90
@@ -921,7 +832,7 @@ def _reduce_ref(op, x, axis, keep):
 
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.parametrize("axis", [0, 1, None], ids=str)
-@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("op", ["sum", "max", "min"])
 def test_reduce_2d(op, dtype, axis, keep):
     rng = np.random.default_rng(50)
@@ -950,7 +861,7 @@ def test_reduce_2d(op, dtype, axis, keep):
 
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.parametrize("axis", [0, 1], ids=str)
-@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=_id)
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_arg_reduce_2d(op, dtype, axis, keep):
     rng = np.random.default_rng(51)
@@ -1059,8 +970,8 @@ def _cast_input(rng, src, dst, n):
     return x
 
 
-@pytest.mark.parametrize("dst", ALL_DTYPES, ids=_id)
-@pytest.mark.parametrize("src", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("dst", ALL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("src", ALL_DTYPES, ids=dtype_id)
 def test_cast(src, dst):
     rng = np.random.default_rng(60)
     n = 200
@@ -1218,7 +1129,7 @@ def test_sum_with_dtype():
 # more integer dtypes
 
 
-@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64], ids=_id)
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64], ids=dtype_id)
 def test_wide_unsigned(dtype):
     rng = np.random.default_rng(93)
     n = 150

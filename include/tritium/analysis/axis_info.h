@@ -36,7 +36,9 @@ struct AxisInfo {
   /// Nothing known, for a value of `shape` (empty for a scalar).
   static AxisInfo unknown(const std::vector<int64_t> &shape);
   /// The divisibility of a scalar (dim 0 of a rank-0 info).
-  int64_t scalarDivisibility() const { return divisibility.empty() ? 1 : divisibility[0]; }
+  int64_t scalarDivisibility() const {
+    return divisibility.empty() ? 1 : divisibility[0];
+  }
   bool operator==(const AxisInfo &o) const = default;
 };
 

@@ -1,5 +1,5 @@
 // Moving a tensor's elements between two layouts (and through the data
-// movement ops: broadcast, expand_dims, reshape, trans, conversions).
+// movement ops: broadcast, expand_dims, reshape, trans, convert_layout).
 //
 // Every such op is described by a map from a result coordinate c to the
 // row-major index of the operand element it takes: sum_d c[d] * weights[d].

@@ -8,7 +8,8 @@
 //   #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32],
 //                 warpsPerCTA = [4], order = [0]}>
 //   #ttg.slice<{dim = 1, parent = #ttg.blocked<...>}>
-//   #ttg.linear<{register = [[1]], lane = [[2], ...], warp = [...], block = []}>
+//   #ttg.linear<{register = [[1]], lane = [[2], ...], warp = [...], block =
+//   []}>
 #pragma once
 
 #include "tritium/gpu/linear_layout.h"
@@ -95,6 +96,13 @@ public:
 private:
   LinearEncoding() = default;
 };
+
+/// Parses the text form of a layout (what str() prints) at `text[pos]`,
+/// advancing `pos` past it; `shape` is the tensor's (a #ttg.linear layout is
+/// for one shape). Returns null, with `pos` unchanged, when the text is not a
+/// well-formed layout. For the IR parser: `tensor<4x8xf32, #ttg.blocked<...>>`.
+const GPULayout *parseLayout(const std::string &text, size_t &pos,
+                             const std::vector<int64_t> &shape);
 
 /// The GPU layout of a tensor type; null for scalars and tile-level tensors.
 const GPULayout *layoutOf(const Type *t);

@@ -2,9 +2,7 @@
 //
 // GPU IR is tile IR in which every tensor type carries a layout
 // (tritium/gpu/layouts.h). A layout conversion is written
-//   %y = tt.reshape %x : tensor<128xf32, #new>
-// (a reshape to the same shape; see isLayoutConversion) until the op table
-// has a dedicated `ttg.convert_layout`.
+//   %y = ttg.convert_layout %x : tensor<128xf32, #new>
 #pragma once
 
 #include "tritium/gpu/layouts.h"
@@ -40,8 +38,7 @@ void convertToGPU(Module &m, int numWarps, PassStats &stats);
 /// Counters: gpu.conversions-removed, gpu.ops-rematerialized.
 void removeLayoutConversions(Module &m, PassStats &stats);
 
-/// True for a layout conversion of the GPU IR (a tt.reshape whose operand
-/// and result have the same shape).
+/// True for a layout conversion of the GPU IR (ttg.convert_layout).
 bool isLayoutConversion(const Operation &op);
 /// Inserts a conversion of `v` to layout `l` before `before`.
 Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l);

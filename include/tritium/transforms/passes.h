@@ -26,8 +26,9 @@ void cse(Module &m, PassStats &stats);
 /// `--dce`: erases pure ops and side-effect-free scf.for/scf.if whose results
 /// are unused, loop-carried values of scf.for that only feed themselves, and
 /// functions that are neither kernels (`kernel = true`) nor reachable through
-/// calls from one. Counters: dce.removed, dce.iter-args-removed,
-/// dce.functions-removed.
+/// calls from one (a module without any kernel keeps all its functions).
+/// Loads are kept even when unused. Counters: dce.removed,
+/// dce.iter-args-removed, dce.results-removed, dce.functions-removed.
 void dce(Module &m, PassStats &stats);
 
 /// `--inline`: replaces every tt.call by a copy of the callee's body

@@ -4,11 +4,12 @@
 // Integers compute in their register width (8-bit ints in 16 bits, then
 // re-extended). fp16, bf16 and fp8 compute in fp32 and round back once per
 // op, which for +, -, *, / and sqrt gives the correctly rounded result (fp32
-// has more than twice their precision). Float add/sub/mul carry `.rn` so
-// ptxas does not contract them into fma, which the CPU executor would not
-// do. Math follows Triton's choices: ex2.approx / lg2.approx based exp and
-// log, sqrt.rn, rsqrt.approx, div.rn, sin/cos.approx; erf and tanh from
-// short formulas. fp64 math without a native instruction runs in fp32.
+// has more than twice their precision). fp32/fp64 add/sub/mul carry no
+// rounding modifier, so ptxas may fuse them into fma as Triton lets LLVM do
+// (GPUOptions::enableFpFusion = false adds `.rn`, which forbids it). Math
+// follows Triton's choices: ex2.approx / lg2.approx based exp and log, sqrt.rn,
+// rsqrt.approx, div.rn, sin/cos.approx; erf and tanh from short formulas. fp64
+// math without a native instruction runs in fp32.
 #include "emitter.h"
 
 #include "tritium/exec/float_formats.h"
@@ -79,7 +80,8 @@ std::string boolBinary(Emitter &e, OpCode c, const std::string &a,
     return d;
   default: {
     bool s = isSignedOp(c);
-    std::string r = intBinary(e, c, DType::I16, widenBool(e, a, s), widenBool(e, b, s));
+    std::string r =
+        intBinary(e, c, DType::I16, widenBool(e, a, s), widenBool(e, b, s));
     return narrowBool(e, r);
   }
   }
@@ -105,11 +107,10 @@ std::string intBinary(Emitter &e, OpCode c, DType t, std::string a,
                       std::string b) {
   if (t == DType::I1)
     return boolBinary(e, c, a, b);
-  bool signedOp = isSignedOp(c) || (isSigned(t) && !(c == OpCode::DivUI ||
-                                                     c == OpCode::RemUI ||
-                                                     c == OpCode::ShRUI ||
-                                                     c == OpCode::MaxUI ||
-                                                     c == OpCode::MinUI));
+  bool signedOp = isSignedOp(c) ||
+                  (isSigned(t) && !(c == OpCode::DivUI || c == OpCode::RemUI ||
+                                    c == OpCode::ShRUI || c == OpCode::MaxUI ||
+                                    c == OpCode::MinUI));
   a = prepareInt(e, t, a, signedOp);
   b = prepareInt(e, t, b, signedOp);
   RC rc = regClass(Type::scalar(t));
@@ -117,20 +118,40 @@ std::string intBinary(Emitter &e, OpCode c, DType t, std::string a,
   std::string d = e.reg(rc);
   std::string ops = " " + d + ", " + a + ", " + b;
   switch (c) {
-  case OpCode::AddI: e.ins("add." + ty + ops); break;
-  case OpCode::SubI: e.ins("sub." + ty + ops); break;
-  case OpCode::MulI: e.ins("mul.lo." + ty + ops); break;
+  case OpCode::AddI:
+    e.ins("add." + ty + ops);
+    break;
+  case OpCode::SubI:
+    e.ins("sub." + ty + ops);
+    break;
+  case OpCode::MulI:
+    e.ins("mul.lo." + ty + ops);
+    break;
   case OpCode::DivSI:
-  case OpCode::DivUI: e.ins("div." + ty + ops); break;
+  case OpCode::DivUI:
+    e.ins("div." + ty + ops);
+    break;
   case OpCode::RemSI:
-  case OpCode::RemUI: e.ins("rem." + ty + ops); break;
-  case OpCode::AndI: e.ins("and." + bt + ops); break;
-  case OpCode::OrI: e.ins("or." + bt + ops); break;
-  case OpCode::XOrI: e.ins("xor." + bt + ops); break;
+  case OpCode::RemUI:
+    e.ins("rem." + ty + ops);
+    break;
+  case OpCode::AndI:
+    e.ins("and." + bt + ops);
+    break;
+  case OpCode::OrI:
+    e.ins("or." + bt + ops);
+    break;
+  case OpCode::XOrI:
+    e.ins("xor." + bt + ops);
+    break;
   case OpCode::MaxSI:
-  case OpCode::MaxUI: e.ins("max." + ty + ops); break;
+  case OpCode::MaxUI:
+    e.ins("max." + ty + ops);
+    break;
   case OpCode::MinSI:
-  case OpCode::MinUI: e.ins("min." + ty + ops); break;
+  case OpCode::MinUI:
+    e.ins("min." + ty + ops);
+    break;
   case OpCode::ShLI:
   case OpCode::ShRSI:
   case OpCode::ShRUI: {
@@ -168,7 +189,8 @@ std::string cmpInt(Emitter &e, const Operation &op, const Type *t,
   bool signedOp = pred[0] == 's';
   std::string d = e.reg(RC::Pred);
   if (t->isPointer()) {
-    e.ins(std::string("setp.") + cn + (signedOp ? ".s64 " : ".u64 ") + d + ", " + a + ", " + b);
+    e.ins(std::string("setp.") + cn + (signedOp ? ".s64 " : ".u64 ") + d +
+          ", " + a + ", " + b);
     return d;
   }
   DType dt = t->dtype();
@@ -206,13 +228,27 @@ std::string floatBinary(Emitter &e, const Operation &op, OpCode c, DType t,
   RC rc = f32 ? RC::F32 : RC::F64;
   std::string d = e.reg(rc);
   std::string ops = " " + d + ", " + a + ", " + b;
+  // Without a rounding modifier ptxas may fuse a multiply and an add.
+  std::string rn = e.opts.enableFpFusion ? "." : ".rn.";
   switch (c) {
-  case OpCode::AddF: e.ins("add.rn." + ty + ops); break;
-  case OpCode::SubF: e.ins("sub.rn." + ty + ops); break;
-  case OpCode::MulF: e.ins("mul.rn." + ty + ops); break;
-  case OpCode::DivF: e.ins("div.rn." + ty + ops); break;
-  case OpCode::MaxNumF: e.ins("max." + ty + ops); break;
-  case OpCode::MinNumF: e.ins("min." + ty + ops); break;
+  case OpCode::AddF:
+    e.ins("add" + rn + ty + ops);
+    break;
+  case OpCode::SubF:
+    e.ins("sub" + rn + ty + ops);
+    break;
+  case OpCode::MulF:
+    e.ins("mul" + rn + ty + ops);
+    break;
+  case OpCode::DivF:
+    e.ins("div.rn." + ty + ops);
+    break;
+  case OpCode::MaxNumF:
+    e.ins("max." + ty + ops);
+    break;
+  case OpCode::MinNumF:
+    e.ins("min." + ty + ops);
+    break;
   case OpCode::MaximumF:
   case OpCode::MinimumF: {
     const char *mn = c == OpCode::MaximumF ? "max" : "min";
@@ -274,7 +310,8 @@ std::string cmpFloat(Emitter &e, const Operation &op, DType t, std::string a,
 }
 
 /// Polynomial p(x) = c0 + c1 x + ... (Horner), fp32.
-std::string poly(Emitter &e, const std::string &x, const std::vector<float> &c) {
+std::string poly(Emitter &e, const std::string &x,
+                 const std::vector<float> &c) {
   std::string acc = e.reg(RC::F32);
   e.ins("mov.f32 " + acc + ", " + f32Imm(c.back()));
   for (int i = (int)c.size() - 2; i >= 0; --i) {
@@ -291,7 +328,8 @@ std::string unaryF32(Emitter &e, const std::string &mn, const std::string &a) {
   return d;
 }
 
-std::string mathF32(Emitter &e, const Operation &op, OpCode c, const std::string &a) {
+std::string mathF32(Emitter &e, const Operation &op, OpCode c,
+                    const std::string &a) {
   switch (c) {
   case OpCode::Exp: {
     std::string t = e.reg(RC::F32);
@@ -328,15 +366,18 @@ std::string mathF32(Emitter &e, const Operation &op, OpCode c, const std::string
     std::string ax = unaryF32(e, "abs.f32", a);
     std::string x2 = e.reg(RC::F32);
     e.ins("mul.f32 " + x2 + ", " + a + ", " + a);
-    std::string s = poly(e, x2, {1.1283791671f, -0.3761263890f, 0.1128379167f,
-                                 -0.0268661706f, 0.0052239776f});
+    std::string s = poly(e, x2,
+                         {1.1283791671f, -0.3761263890f, 0.1128379167f,
+                          -0.0268661706f, 0.0052239776f});
     std::string small = e.reg(RC::F32);
     e.ins("mul.f32 " + small + ", " + s + ", " + a);
     std::string den = e.reg(RC::F32), t = e.reg(RC::F32);
-    e.ins("fma.rn.f32 " + den + ", " + ax + ", 0f3EA7BA05, 0f3F800000"); // 1 + p|x|
+    e.ins("fma.rn.f32 " + den + ", " + ax +
+          ", 0f3EA7BA05, 0f3F800000"); // 1 + p|x|
     e.ins("rcp.rn.f32 " + t + ", " + den);
-    std::string p = poly(e, t, {0.0f, 0.254829592f, -0.284496736f, 1.421413741f,
-                                -1.453152027f, 1.061405429f});
+    std::string p = poly(e, t,
+                         {0.0f, 0.254829592f, -0.284496736f, 1.421413741f,
+                          -1.453152027f, 1.061405429f});
     std::string nx2 = e.reg(RC::F32), ex = e.reg(RC::F32), y = e.reg(RC::F32),
                 big = e.reg(RC::F32);
     e.ins("mul.f32 " + nx2 + ", " + x2 + ", 0fBFB8AA3B"); // -x^2 log2(e)
@@ -356,8 +397,8 @@ std::string mathF32(Emitter &e, const Operation &op, OpCode c, const std::string
     std::string ax = unaryF32(e, "abs.f32", a);
     std::string x2 = e.reg(RC::F32);
     e.ins("mul.f32 " + x2 + ", " + a + ", " + a);
-    std::string s = poly(e, x2, {1.0f, -0.33333333f, 0.13333333f, -0.05396825f,
-                                 0.02186949f});
+    std::string s = poly(
+        e, x2, {1.0f, -0.33333333f, 0.13333333f, -0.05396825f, 0.02186949f});
     std::string small = e.reg(RC::F32);
     e.ins("mul.f32 " + small + ", " + s + ", " + a);
     std::string t = e.reg(RC::F32), ex = e.reg(RC::F32), den = e.reg(RC::F32),
@@ -387,7 +428,8 @@ std::string mathElement(Emitter &e, const Operation &op, DType t,
     if (c == OpCode::AbsF) {
       std::string d = e.reg(RC::B16);
       bool fp8 = bitWidth(t) == 8;
-      e.ins(std::string("and.b16 ") + d + ", " + a + (fp8 ? ", 0x007F" : ", 0x7FFF"));
+      e.ins(std::string("and.b16 ") + d + ", " + a +
+            (fp8 ? ", 0x007F" : ", 0x7FFF"));
       return d;
     }
     return fromF32(e, op, t, mathF32(e, op, c, toF32(e, op, t, a)));
@@ -395,16 +437,24 @@ std::string mathElement(Emitter &e, const Operation &op, DType t,
   // fp64: native where PTX has it, else through fp32.
   std::string d = e.reg(RC::F64);
   switch (c) {
-  case OpCode::Sqrt: e.ins("sqrt.rn.f64 " + d + ", " + a); return d;
+  case OpCode::Sqrt:
+    e.ins("sqrt.rn.f64 " + d + ", " + a);
+    return d;
   case OpCode::Rsqrt: {
     std::string s = e.reg(RC::F64);
     e.ins("sqrt.rn.f64 " + s + ", " + a);
     e.ins("rcp.rn.f64 " + d + ", " + s);
     return d;
   }
-  case OpCode::Floor: e.ins("cvt.rmi.f64.f64 " + d + ", " + a); return d;
-  case OpCode::Ceil: e.ins("cvt.rpi.f64.f64 " + d + ", " + a); return d;
-  case OpCode::AbsF: e.ins("abs.f64 " + d + ", " + a); return d;
+  case OpCode::Floor:
+    e.ins("cvt.rmi.f64.f64 " + d + ", " + a);
+    return d;
+  case OpCode::Ceil:
+    e.ins("cvt.rpi.f64.f64 " + d + ", " + a);
+    return d;
+  case OpCode::AbsF:
+    e.ins("abs.f64 " + d + ", " + a);
+    return d;
   default: {
     std::string f = e.reg(RC::F32);
     e.ins("cvt.rn.f32.f64 " + f + ", " + a);
@@ -417,7 +467,8 @@ std::string mathElement(Emitter &e, const Operation &op, DType t,
 std::string negElement(Emitter &e, DType t, const std::string &a) {
   if (t == DType::FP32 || t == DType::FP64) {
     std::string d = e.reg(t == DType::FP32 ? RC::F32 : RC::F64);
-    e.ins(std::string(t == DType::FP32 ? "neg.f32 " : "neg.f64 ") + d + ", " + a);
+    e.ins(std::string(t == DType::FP32 ? "neg.f32 " : "neg.f64 ") + d + ", " +
+          a);
     return d;
   }
   std::string d = e.reg(RC::B16);
@@ -481,17 +532,22 @@ std::string intType(DType t, bool signedOp) {
 
 std::string bitType(RC c) {
   switch (c) {
-  case RC::B16: return "b16";
+  case RC::B16:
+    return "b16";
   case RC::B32:
-  case RC::F32: return "b32";
+  case RC::F32:
+    return "b32";
   case RC::B64:
-  case RC::F64: return "b64";
-  case RC::Pred: return "pred";
+  case RC::F64:
+    return "b64";
+  case RC::Pred:
+    return "pred";
   }
   return "b32";
 }
 
-std::string prepareInt(Emitter &e, DType t, const std::string &r, bool signedOp) {
+std::string prepareInt(Emitter &e, DType t, const std::string &r,
+                       bool signedOp) {
   if (bitWidth(t) != 8 || isSigned(t) == signedOp)
     return r;
   std::string d = e.reg(RC::B16);
@@ -579,23 +635,55 @@ bool emitArithmetic(Emitter &e, Operation &op) {
   OpCode c = op.code();
   bool isIntBin = false, isFloatBin = false;
   switch (c) {
-  case OpCode::AddI: case OpCode::SubI: case OpCode::MulI: case OpCode::DivSI:
-  case OpCode::DivUI: case OpCode::RemSI: case OpCode::RemUI: case OpCode::AndI:
-  case OpCode::OrI: case OpCode::XOrI: case OpCode::ShLI: case OpCode::ShRSI:
-  case OpCode::ShRUI: case OpCode::MaxSI: case OpCode::MinSI: case OpCode::MaxUI:
+  case OpCode::AddI:
+  case OpCode::SubI:
+  case OpCode::MulI:
+  case OpCode::DivSI:
+  case OpCode::DivUI:
+  case OpCode::RemSI:
+  case OpCode::RemUI:
+  case OpCode::AndI:
+  case OpCode::OrI:
+  case OpCode::XOrI:
+  case OpCode::ShLI:
+  case OpCode::ShRSI:
+  case OpCode::ShRUI:
+  case OpCode::MaxSI:
+  case OpCode::MinSI:
+  case OpCode::MaxUI:
   case OpCode::MinUI:
     isIntBin = true;
     break;
-  case OpCode::AddF: case OpCode::SubF: case OpCode::MulF: case OpCode::DivF:
-  case OpCode::RemF: case OpCode::MaximumF: case OpCode::MinimumF:
-  case OpCode::MaxNumF: case OpCode::MinNumF:
+  case OpCode::AddF:
+  case OpCode::SubF:
+  case OpCode::MulF:
+  case OpCode::DivF:
+  case OpCode::RemF:
+  case OpCode::MaximumF:
+  case OpCode::MinimumF:
+  case OpCode::MaxNumF:
+  case OpCode::MinNumF:
     isFloatBin = true;
     break;
-  case OpCode::CmpI: case OpCode::CmpF: case OpCode::Select: case OpCode::NegF:
-  case OpCode::Fma: case OpCode::AbsI: case OpCode::Exp: case OpCode::Exp2:
-  case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Rsqrt:
-  case OpCode::AbsF: case OpCode::Sin: case OpCode::Cos: case OpCode::Floor:
-  case OpCode::Ceil: case OpCode::Erf: case OpCode::Tanh:
+  case OpCode::CmpI:
+  case OpCode::CmpF:
+  case OpCode::Select:
+  case OpCode::NegF:
+  case OpCode::Fma:
+  case OpCode::AbsI:
+  case OpCode::Exp:
+  case OpCode::Exp2:
+  case OpCode::Log:
+  case OpCode::Log2:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::AbsF:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Floor:
+  case OpCode::Ceil:
+  case OpCode::Erf:
+  case OpCode::Tanh:
     break;
   default:
     return false;
@@ -609,9 +697,15 @@ bool emitArithmetic(Emitter &e, Operation &op) {
     if ((int)r->size() != n)
       e.internalError(op, "has operands in another layout than its result");
   // The element type the op computes on (the operands', for comparisons).
-  const Type *elem = op.operand(c == OpCode::Select ? 1 : 0)->type()->scalarType();
+  const Type *elem =
+      op.operand(c == OpCode::Select ? 1 : 0)->type()->scalarType();
+  std::vector<int> rep = e.equalRegisters(op.result(0));
   Regs out;
   for (int i = 0; i < n; ++i) {
+    if (rep[i] != i) {
+      out.push_back(out[rep[i]]);
+      continue;
+    }
     auto a = [&](int k) { return (*in[k])[i]; };
     std::string r;
     if (isIntBin)

@@ -85,14 +85,16 @@ void emitIf(Emitter &e, Operation &op) {
   Block &thenB = op.region(0).front();
   e.emitBlock(thenB);
   if (op.numResults())
-    e.parallelCopy(results, operandRegs(e, thenB.terminator(), 0), typesOf(op.results()));
+    e.parallelCopy(results, operandRegs(e, thenB.terminator(), 0),
+                   typesOf(op.results()));
   if (hasElse) {
     e.ins("bra.uni " + end);
     e.label(elseL);
     Block &elseB = op.region(1).front();
     e.emitBlock(elseB);
     if (op.numResults())
-      e.parallelCopy(results, operandRegs(e, elseB.terminator(), 0), typesOf(op.results()));
+      e.parallelCopy(results, operandRegs(e, elseB.terminator(), 0),
+                     typesOf(op.results()));
   }
   e.label(end);
   for (unsigned i = 0; i < op.numResults(); ++i)

@@ -7,15 +7,20 @@
 // from fp64 or 64-bit ints into bf16/fp8.
 #include "emitter.h"
 
+#include <map>
+
 namespace tritium::nvidia {
 
 namespace {
 
 bool isFP8(DType t) { return t == DType::FP8E4NV || t == DType::FP8E5; }
-const char *fp8Name(DType t) { return t == DType::FP8E4NV ? "e4m3x2" : "e5m2x2"; }
+const char *fp8Name(DType t) {
+  return t == DType::FP8E4NV ? "e4m3x2" : "e5m2x2";
+}
 int regBits(DType t) { return std::max(16, bitWidth(t)); }
 
-std::string fp8ToF16(Emitter &e, const Operation &op, DType t, const std::string &r) {
+std::string fp8ToF16(Emitter &e, const Operation &op, DType t,
+                     const std::string &r) {
   e.requireSM(op, 89, "converting from fp8");
   std::string w = e.reg(RC::B32), lo = e.reg(RC::B16), hi = e.reg(RC::B16);
   e.ins(std::string("cvt.rn.f16x2.") + fp8Name(t) + " " + w + ", " + r);
@@ -23,7 +28,8 @@ std::string fp8ToF16(Emitter &e, const Operation &op, DType t, const std::string
   return lo;
 }
 
-std::string f32ToFP8(Emitter &e, const Operation &op, DType t, const std::string &f) {
+std::string f32ToFP8(Emitter &e, const Operation &op, DType t,
+                     const std::string &f) {
   e.requireSM(op, 89, "converting to fp8");
   std::string zero = e.reg(RC::F32), p = e.reg(RC::B16), d = e.reg(RC::B16);
   e.ins("mov.f32 " + zero + ", 0f00000000");
@@ -41,7 +47,8 @@ std::string intCast(Emitter &e, DType from, DType to, const std::string &r,
   if (from == DType::I1) {
     RC rc = regClass(Type::scalar(to));
     std::string d = e.reg(rc);
-    e.ins("selp." + bitType(rc) + " " + d + ", " + (sext ? "-1" : "1") + ", 0, " + r);
+    e.ins("selp." + bitType(rc) + " " + d + ", " + (sext ? "-1" : "1") +
+          ", 0, " + r);
     return normalizeInt(e, to, d);
   }
   int fb = regBits(from), tb = regBits(to);
@@ -60,9 +67,11 @@ std::string intCast(Emitter &e, DType from, DType to, const std::string &r,
     return normalizeInt(e, to, src);
   std::string d = e.reg(regClass(Type::scalar(to)));
   if (widening)
-    e.ins("cvt." + intType(to, sext) + "." + intType(from, sext) + " " + d + ", " + src);
+    e.ins("cvt." + intType(to, sext) + "." + intType(from, sext) + " " + d +
+          ", " + src);
   else
-    e.ins("cvt.u" + std::to_string(tb) + ".u" + std::to_string(fb) + " " + d + ", " + src);
+    e.ins("cvt.u" + std::to_string(tb) + ".u" + std::to_string(fb) + " " + d +
+          ", " + src);
   return normalizeInt(e, to, d);
 }
 
@@ -80,7 +89,9 @@ std::string intToFloat(Emitter &e, const Operation &op, DType from, DType to,
   if (to == DType::FP32 || to == DType::FP64 || to == DType::FP16) {
     RC rc = to == DType::FP32 ? RC::F32 : to == DType::FP64 ? RC::F64 : RC::B16;
     std::string d = e.reg(rc);
-    const char *ft = to == DType::FP32 ? "f32" : to == DType::FP64 ? "f64" : "f16";
+    const char *ft = to == DType::FP32   ? "f32"
+                     : to == DType::FP64 ? "f64"
+                                         : "f16";
     e.ins(std::string("cvt.rn.") + ft + "." + it + " " + d + ", " + src);
     return d;
   }
@@ -139,7 +150,8 @@ std::string floatToFloat(Emitter &e, const Operation &op, DType from, DType to,
                   d = e.reg(RC::B16);
       e.ins("mov.b16 " + zero + ", 0x0000");
       e.ins("mov.b32 " + w + ", {" + r + ", " + zero + "}");
-      e.ins(std::string("cvt.rn.satfinite.") + fp8Name(to) + ".f16x2 " + p + ", " + w);
+      e.ins(std::string("cvt.rn.satfinite.") + fp8Name(to) + ".f16x2 " + p +
+            ", " + w);
       e.ins("and.b16 " + d + ", " + p + ", 0x00FF");
       return d;
     }
@@ -161,7 +173,8 @@ std::string floatToFloat(Emitter &e, const Operation &op, DType from, DType to,
   }
 }
 
-std::string bitcastElement(Emitter &e, DType from, DType to, const std::string &r) {
+std::string bitcastElement(Emitter &e, DType from, DType to,
+                           const std::string &r) {
   RC fc = regClass(Type::scalar(from)), tc = regClass(Type::scalar(to));
   if (fc == tc) {
     // Same register; 8-bit ints keep their own extension.
@@ -181,7 +194,8 @@ std::string bitcastElement(Emitter &e, DType from, DType to, const std::string &
 
 } // namespace
 
-std::string toF32(Emitter &e, const Operation &op, DType t, const std::string &r) {
+std::string toF32(Emitter &e, const Operation &op, DType t,
+                  const std::string &r) {
   switch (t) {
   case DType::FP32:
     return r;
@@ -211,7 +225,8 @@ std::string toF32(Emitter &e, const Operation &op, DType t, const std::string &r
   }
 }
 
-std::string fromF32(Emitter &e, const Operation &op, DType t, const std::string &f) {
+std::string fromF32(Emitter &e, const Operation &op, DType t,
+                    const std::string &f) {
   switch (t) {
   case DType::FP32:
     return f;
@@ -239,7 +254,8 @@ std::string fromF32(Emitter &e, const Operation &op, DType t, const std::string 
 }
 
 std::string castElement(Emitter &e, const Operation &op, OpCode code,
-                        const Type *from, const Type *to, const std::string &r) {
+                        const Type *from, const Type *to,
+                        const std::string &r) {
   switch (code) {
   case OpCode::IntToPtr:
   case OpCode::PtrToInt:
@@ -254,10 +270,12 @@ std::string castElement(Emitter &e, const Operation &op, OpCode code,
     return intCast(e, from->dtype(), to->dtype(), r, code == OpCode::ExtSI);
   case OpCode::SIToFP:
   case OpCode::UIToFP:
-    return intToFloat(e, op, from->dtype(), to->dtype(), r, code == OpCode::SIToFP);
+    return intToFloat(e, op, from->dtype(), to->dtype(), r,
+                      code == OpCode::SIToFP);
   case OpCode::FPToSI:
   case OpCode::FPToUI:
-    return floatToInt(e, op, from->dtype(), to->dtype(), r, code == OpCode::FPToSI);
+    return floatToInt(e, op, from->dtype(), to->dtype(), r,
+                      code == OpCode::FPToSI);
   case OpCode::ExtF:
   case OpCode::TruncF:
     return floatToFloat(e, op, from->dtype(), to->dtype(), r);
@@ -268,10 +286,18 @@ std::string castElement(Emitter &e, const Operation &op, OpCode code,
 
 bool emitCast(Emitter &e, Operation &op) {
   switch (op.code()) {
-  case OpCode::ExtSI: case OpCode::ExtUI: case OpCode::TruncI:
-  case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI:
-  case OpCode::FPToUI: case OpCode::ExtF: case OpCode::TruncF:
-  case OpCode::Bitcast: case OpCode::IntToPtr: case OpCode::PtrToInt:
+  case OpCode::ExtSI:
+  case OpCode::ExtUI:
+  case OpCode::TruncI:
+  case OpCode::SIToFP:
+  case OpCode::UIToFP:
+  case OpCode::FPToSI:
+  case OpCode::FPToUI:
+  case OpCode::ExtF:
+  case OpCode::TruncF:
+  case OpCode::Bitcast:
+  case OpCode::IntToPtr:
+  case OpCode::PtrToInt:
     break;
   default:
     return false;
@@ -280,8 +306,38 @@ bool emitCast(Emitter &e, Operation &op) {
   const Type *to = op.result(0)->type()->scalarType();
   const Regs &in = e.regs(op.operand(0));
   Regs out;
-  for (const std::string &r : in)
-    out.push_back(castElement(e, op, op.code(), from, to, r));
+  // fp32 -> fp16/bf16 two at a time (cvt.rn.f16x2.f32: one instruction
+  // for a pair, whose halves a store packs back for free).
+  if (op.code() == OpCode::TruncF && from->dtype() == DType::FP32 &&
+      (to->dtype() == DType::FP16 || to->dtype() == DType::BF16) &&
+      in.size() % 2 == 0) {
+    const char *ty = to->dtype() == DType::FP16 ? "f16x2" : "bf16x2";
+    std::map<std::pair<std::string, std::string>,
+             std::pair<std::string, std::string>>
+        seen;
+    for (size_t i = 0; i < in.size(); i += 2) {
+      auto key = std::make_pair(in[i], in[i + 1]);
+      auto it = seen.find(key);
+      if (it == seen.end()) {
+        std::string w = e.reg(RC::B32), lo = e.reg(RC::B16),
+                    hi = e.reg(RC::B16);
+        // The first source goes to the upper half.
+        e.ins(std::string("cvt.rn.") + ty + ".f32 " + w + ", " + in[i + 1] +
+              ", " + in[i]);
+        e.ins("mov.b32 {" + lo + ", " + hi + "}, " + w);
+        it = seen.emplace(key, std::make_pair(lo, hi)).first;
+      }
+      out.push_back(it->second.first);
+      out.push_back(it->second.second);
+    }
+    e.bind(op.result(0), std::move(out));
+    return true;
+  }
+  std::vector<int> rep = e.equalRegisters(op.result(0));
+  for (size_t i = 0; i < in.size(); ++i)
+    out.push_back(rep[i] != (int)i
+                      ? out[rep[i]]
+                      : castElement(e, op, op.code(), from, to, in[i]));
   e.bind(op.result(0), std::move(out));
   return true;
 }

@@ -38,9 +38,10 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
     ++run;
   }
   AxisInfo info = e.axis.get(ptr);
-  int64_t v = std::min<int64_t>({int64_t(1) << run, info.contiguity[d0],
-                                 std::max<int64_t>(1, info.divisibility[d0] / eb),
-                                 std::max<int64_t>(1, 16 / eb)});
+  int64_t v =
+      std::min<int64_t>({int64_t(1) << run, info.contiguity[d0],
+                         std::max<int64_t>(1, info.divisibility[d0] / eb),
+                         std::max<int64_t>(1, 16 / eb)});
   if (mask && mask->type()->isTensor())
     v = std::min<int64_t>(v, e.axis.get(mask).constancy[d0]);
   int64_t p = 1;
@@ -81,9 +82,12 @@ bool isBool(const Type *elem) {
 
 std::string zeroOf(RC c) {
   switch (c) {
-  case RC::F32: return "0f00000000";
-  case RC::F64: return "0d0000000000000000";
-  default: return "0";
+  case RC::F32:
+    return "0f00000000";
+  case RC::F64:
+    return "0d0000000000000000";
+  default:
+    return "0";
   }
 }
 
@@ -107,7 +111,8 @@ std::string packWord(Emitter &e, const Regs &elems, int64_t eb) {
   for (size_t k = 0; k < elems.size(); ++k) {
     std::string t = e.reg(RC::B32), n = e.reg(RC::B32);
     e.ins("cvt.u32.u16 " + t + ", " + elems[k]);
-    e.ins("bfi.b32 " + n + ", " + t + ", " + w + ", " + std::to_string(8 * k) + ", 8");
+    e.ins("bfi.b32 " + n + ", " + t + ", " + w + ", " + std::to_string(8 * k) +
+          ", 8");
     w = n;
   }
   return w;
@@ -122,8 +127,8 @@ Regs unpackWord(Emitter &e, const std::string &w, int64_t eb, bool signedByte) {
   }
   for (int k = 0; k < 4; ++k) {
     std::string t = e.reg(RC::B32), d = e.reg(RC::B16);
-    e.ins(std::string(signedByte ? "bfe.s32 " : "bfe.u32 ") + t + ", " + w + ", " +
-          std::to_string(8 * k) + ", 8");
+    e.ins(std::string(signedByte ? "bfe.s32 " : "bfe.u32 ") + t + ", " + w +
+          ", " + std::to_string(8 * k) + ", 8");
     e.ins("cvt.u16.u32 " + d + ", " + t);
     out.push_back(d);
   }
@@ -132,7 +137,8 @@ Regs unpackWord(Emitter &e, const std::string &w, int64_t eb, bool signedByte) {
 
 std::string cacheSuffix(const Operation &op, bool isLoad) {
   std::string s;
-  if (op.hasAttr("cache") && std::holds_alternative<std::string>(op.attrs().at("cache"))) {
+  if (op.hasAttr("cache") &&
+      std::holds_alternative<std::string>(op.attrs().at("cache"))) {
     std::string c = op.strAttr("cache");
     if (!c.empty() && c[0] == '.')
       c = c.substr(1);
@@ -171,7 +177,8 @@ void emitLoad(Emitter &e, Operation &op) {
   bool vol = op.hasAttr("volatile") &&
              std::holds_alternative<bool>(op.attrs().at("volatile")) &&
              op.boolAttr("volatile");
-  std::string mods = vol ? ".volatile.global" : ".global" + cacheSuffix(op, true);
+  std::string mods =
+      vol ? ".volatile.global" : ".global" + cacheSuffix(op, true);
   bool boolElem = isBool(elem);
   Regs out;
   for (int g = 0; g < n; g += v) {
@@ -191,8 +198,8 @@ void emitLoad(Emitter &e, Operation &op) {
         got.push_back(d);
       }
       std::string ty = memType(elem, true);
-      e.ins(guard + "ld" + mods + (v > 1 ? ".v" + std::to_string(v) : "") + "." +
-            ty + " " + list(got) + ", [" + pr[g] + "]");
+      e.ins(guard + "ld" + mods + (v > 1 ? ".v" + std::to_string(v) : "") +
+            "." + ty + " " + list(got) + ", [" + pr[g] + "]");
     } else {
       int words = (int)(v * eb / 4), per = (int)(4 / eb);
       Regs w;
@@ -210,8 +217,9 @@ void emitLoad(Emitter &e, Operation &op) {
         }
         w.push_back(r);
       }
-      e.ins(guard + "ld" + mods + (words > 1 ? ".v" + std::to_string(words) : "") +
-            ".b32 " + list(w) + ", [" + pr[g] + "]");
+      e.ins(guard + "ld" + mods +
+            (words > 1 ? ".v" + std::to_string(words) : "") + ".b32 " +
+            list(w) + ", [" + pr[g] + "]");
       bool signedByte = !elem->isPointer() && elem->dtype() == DType::I8;
       for (const std::string &word : w)
         for (const std::string &x : unpackWord(e, word, eb, signedByte))
@@ -230,7 +238,8 @@ void emitLoad(Emitter &e, Operation &op) {
 }
 
 /// `mask && owner` for element i ("" when neither applies).
-std::string guardOf(Emitter &e, const Regs *mask, int i, const std::string &owner) {
+std::string guardOf(Emitter &e, const Regs *mask, int i,
+                    const std::string &owner) {
   std::string m = mask ? (*mask)[i] : "";
   if (m.empty())
     return owner;
@@ -259,28 +268,34 @@ void emitStore(Emitter &e, Operation &op) {
     for (int k = 0; k < v; ++k)
       vals.push_back(memValue(e, elem, vr[g + k]));
     if (eb >= 4 || v == 1) {
-      e.ins(guard + "st" + mods + (v > 1 ? ".v" + std::to_string(v) : "") + "." +
-            memType(elem, false) + " [" + pr[g] + "], " + list(vals));
+      e.ins(guard + "st" + mods + (v > 1 ? ".v" + std::to_string(v) : "") +
+            "." + memType(elem, false) + " [" + pr[g] + "], " + list(vals));
     } else {
       int words = (int)(v * eb / 4), per = (int)(4 / eb);
       Regs w;
       for (int j = 0; j < words; ++j)
-        w.push_back(packWord(e, Regs(vals.begin() + j * per, vals.begin() + (j + 1) * per), eb));
-      e.ins(guard + "st" + mods + (words > 1 ? ".v" + std::to_string(words) : "") +
-            ".b32 [" + pr[g] + "], " + list(w));
+        w.push_back(packWord(
+            e, Regs(vals.begin() + j * per, vals.begin() + (j + 1) * per), eb));
+      e.ins(guard + "st" + mods +
+            (words > 1 ? ".v" + std::to_string(words) : "") + ".b32 [" + pr[g] +
+            "], " + list(w));
     }
   }
 }
 
-// ---- atomics ------------------------------------------------------------------
+// ---- atomics
+// ------------------------------------------------------------------
 
 std::string semScope(const Operation &op) {
   std::string sem = "acq_rel", scope = "gpu";
-  if (op.hasAttr("sem") && std::holds_alternative<std::string>(op.attrs().at("sem")))
+  if (op.hasAttr("sem") &&
+      std::holds_alternative<std::string>(op.attrs().at("sem")))
     sem = op.strAttr("sem");
-  if (op.hasAttr("scope") && std::holds_alternative<std::string>(op.attrs().at("scope")))
+  if (op.hasAttr("scope") &&
+      std::holds_alternative<std::string>(op.attrs().at("scope")))
     scope = op.strAttr("scope");
-  if (sem != "relaxed" && sem != "acquire" && sem != "release" && sem != "acq_rel")
+  if (sem != "relaxed" && sem != "acquire" && sem != "release" &&
+      sem != "acq_rel")
     sem = "acq_rel";
   if (scope != "gpu" && scope != "cta" && scope != "sys")
     scope = "gpu";
@@ -295,13 +310,22 @@ std::string nativeAtom(Emitter &e, const std::string &kind, const Type *elem) {
   int bits = bitWidth(t);
   if (kind == "add") {
     switch (t) {
-    case DType::FP32: return "add.f32";
-    case DType::FP64: return "add.f64";
-    case DType::FP16: return "add.noftz.f16";
-    case DType::BF16: return e.opts.target.sm >= 90 ? "add.noftz.bf16" : "";
-    case DType::I32: case DType::U32: return "add.u32";
-    case DType::I64: case DType::U64: return "add.u64";
-    default: return "";
+    case DType::FP32:
+      return "add.f32";
+    case DType::FP64:
+      return "add.f64";
+    case DType::FP16:
+      return "add.noftz.f16";
+    case DType::BF16:
+      return e.opts.target.sm >= 90 ? "add.noftz.bf16" : "";
+    case DType::I32:
+    case DType::U32:
+      return "add.u32";
+    case DType::I64:
+    case DType::U64:
+      return "add.u64";
+    default:
+      return "";
     }
   }
   if ((kind == "max" || kind == "min") && !isFloat(t) && bits >= 32)
@@ -317,11 +341,16 @@ std::string nativeAtom(Emitter &e, const std::string &kind, const Type *elem) {
 OpCode combineOf(const std::string &kind, const Type *elem) {
   bool f = isFloat(elem->dtype());
   bool s = isSigned(elem->dtype());
-  if (kind == "add") return f ? OpCode::AddF : OpCode::AddI;
-  if (kind == "max") return f ? OpCode::MaxNumF : s ? OpCode::MaxSI : OpCode::MaxUI;
-  if (kind == "min") return f ? OpCode::MinNumF : s ? OpCode::MinSI : OpCode::MinUI;
-  if (kind == "and") return OpCode::AndI;
-  if (kind == "or") return OpCode::OrI;
+  if (kind == "add")
+    return f ? OpCode::AddF : OpCode::AddI;
+  if (kind == "max")
+    return f ? OpCode::MaxNumF : s ? OpCode::MaxSI : OpCode::MaxUI;
+  if (kind == "min")
+    return f ? OpCode::MinNumF : s ? OpCode::MinSI : OpCode::MinUI;
+  if (kind == "and")
+    return OpCode::AndI;
+  if (kind == "or")
+    return OpCode::OrI;
   return OpCode::XOrI;
 }
 
@@ -366,7 +395,8 @@ void shareResult(Emitter &e, Operation &op, Regs res) {
   }
   if (t->isTensor()) {
     e.bind(op.result(0),
-           moveThroughShared(e, op, t, res, t, gpu::rowMajorStrides(t->shape()), true));
+           moveThroughShared(e, op, t, res, t, gpu::rowMajorStrides(t->shape()),
+                             true));
     return;
   }
   std::string base = e.scratch(op);
@@ -403,13 +433,14 @@ void emitAtomicRMW(Emitter &e, Operation &op) {
     std::string p = guardOf(e, mr, (int)i, owner);
     std::string guard = p.empty() ? "" : "@" + p + " ";
     if (!native.empty()) {
-      bool viaBits = native.rfind("exch", 0) == 0 && (rc == RC::F32 || rc == RC::F64);
+      bool viaBits =
+          native.rfind("exch", 0) == 0 && (rc == RC::F32 || rc == RC::F64);
       std::string d = e.reg(viaBits ? bitsClass(elem) : rc);
-      e.ins(std::string(movFor(viaBits ? bitsClass(elem) : rc)) + " " + d + ", " +
-            zeroOf(viaBits ? bitsClass(elem) : rc));
+      e.ins(std::string(movFor(viaBits ? bitsClass(elem) : rc)) + " " + d +
+            ", " + zeroOf(viaBits ? bitsClass(elem) : rc));
       std::string v = viaBits ? toBits(e, elem, vr[i]) : vr[i];
-      e.ins(guard + "atom" + ss + ".global." + native + " " + d + ", [" + pr[i] +
-            "], " + v);
+      e.ins(guard + "atom" + ss + ".global." + native + " " + d + ", [" +
+            pr[i] + "], " + v);
       res.push_back(viaBits ? fromBits(e, elem, d) : d);
       continue;
     }
@@ -424,13 +455,14 @@ void emitAtomicRMW(Emitter &e, Operation &op) {
     e.ins("ld.global." + bt + " " + old + ", [" + pr[i] + "]");
     e.label(loop);
     std::string cur = fromBits(e, elem, old);
-    std::string nv = kind == "xchg" ? vr[i]
-                                    : binaryElement(e, op, combineOf(kind, elem),
-                                                    elem, cur, vr[i]);
+    std::string nv =
+        kind == "xchg"
+            ? vr[i]
+            : binaryElement(e, op, combineOf(kind, elem), elem, cur, vr[i]);
     std::string nb = toBits(e, elem, nv);
     std::string prev = e.reg(bc), q = e.reg(RC::Pred);
-    e.ins("atom" + ss + ".global.cas." + bt + " " + prev + ", [" + pr[i] + "], " +
-          old + ", " + nb);
+    e.ins("atom" + ss + ".global.cas." + bt + " " + prev + ", [" + pr[i] +
+          "], " + old + ", " + nb);
     e.ins("setp.ne." + bt + " " + q + ", " + prev + ", " + old);
     e.ins(std::string(movFor(bc)) + " " + old + ", " + prev);
     e.ins("@" + q + " bra " + loop);
@@ -444,7 +476,8 @@ void emitAtomicCAS(Emitter &e, Operation &op) {
   Value *ptr = op.operand(0);
   const Type *elem = op.operand(1)->type()->scalarType();
   checkAtomicType(e, op, elem);
-  const Regs &pr = e.regs(ptr), &cr = e.regs(op.operand(1)), &vr = e.regs(op.operand(2));
+  const Regs &pr = e.regs(ptr), &cr = e.regs(op.operand(1)),
+             &vr = e.regs(op.operand(2));
   std::string owner = e.ownerPred(ptr->type());
   std::string guard = owner.empty() ? "" : "@" + owner + " ";
   std::string ss = semScope(op);
@@ -454,7 +487,8 @@ void emitAtomicCAS(Emitter &e, Operation &op) {
     std::string d = e.reg(bc);
     e.ins(std::string(movFor(bc)) + " " + d + ", 0");
     e.ins(guard + "atom" + ss + ".global.cas." + bitType(bc) + " " + d + ", [" +
-          pr[i] + "], " + toBits(e, elem, cr[i]) + ", " + toBits(e, elem, vr[i]));
+          pr[i] + "], " + toBits(e, elem, cr[i]) + ", " +
+          toBits(e, elem, vr[i]));
     res.push_back(fromBits(e, elem, d));
   }
   shareResult(e, op, std::move(res));
@@ -480,10 +514,11 @@ std::string addPtrElement(Emitter &e, const Type *ptrElem, const Type *offElem,
   std::string scaled = e.reg(RC::B64);
   if (bitWidth(t) == 32) {
     if (eb == 1)
-      e.ins(std::string(sgn ? "cvt.s64.s32 " : "cvt.u64.u32 ") + scaled + ", " + o);
+      e.ins(std::string(sgn ? "cvt.s64.s32 " : "cvt.u64.u32 ") + scaled + ", " +
+            o);
     else
-      e.ins(std::string(sgn ? "mul.wide.s32 " : "mul.wide.u32 ") + scaled + ", " + o +
-            ", " + std::to_string(eb));
+      e.ins(std::string(sgn ? "mul.wide.s32 " : "mul.wide.u32 ") + scaled +
+            ", " + o + ", " + std::to_string(eb));
   } else if (eb == 1) {
     scaled = o;
   } else {

@@ -29,8 +29,8 @@ struct ReduceCtx {
   Emitter &e;
   const Operation &op;
   std::string kind;
-  DType inT;   // the operand's element type
-  DType accT;  // what we combine in
+  DType inT;  // the operand's element type
+  DType accT; // what we combine in
   bool arg;
 
   RC accClass() const { return regClass(Type::scalar(accT)); }
@@ -45,7 +45,8 @@ struct ReduceCtx {
     }
     if (bitWidth(inT) <= 16) {
       std::string w = e.reg(RC::B32);
-      e.ins(std::string(isSigned(inT) ? "cvt.s32.s16 " : "cvt.u32.u16 ") + w + ", " + r);
+      e.ins(std::string(isSigned(inT) ? "cvt.s32.s16 " : "cvt.u32.u16 ") + w +
+            ", " + r);
       return w;
     }
     return r;
@@ -71,7 +72,7 @@ struct ReduceCtx {
     RC rc = accClass();
     bool f = isFloat(accT);
     std::string ft = accT == DType::FP64 ? "f64" : "f32";
-    std::string it = intType(accT, isSigned(inT) || inT == DType::I1 ? isSigned(inT) : false);
+    std::string it = intType(accT, isSigned(inT));
     std::string d = e.reg(rc);
     std::string ops = " " + d + ", " + a.v + ", " + b.v;
     if (!arg) {
@@ -95,26 +96,27 @@ struct ReduceCtx {
     std::string ty = f ? ft : it;
     std::string p = e.reg(RC::Pred), eq = e.reg(RC::Pred), li = e.reg(RC::Pred),
                 t = e.reg(RC::Pred);
-    e.ins(std::string("setp.") + better + "." + ty + " " + p + ", " + b.v + ", " + a.v);
+    e.ins(std::string("setp.") + better + "." + ty + " " + p + ", " + b.v +
+          ", " + a.v);
     e.ins("setp.eq." + ty + " " + eq + ", " + b.v + ", " + a.v);
     e.ins("setp.lt.s32 " + li + ", " + b.idx + ", " + a.idx);
     e.ins("and.pred " + t + ", " + eq + ", " + li);
     e.ins("or.pred " + p + ", " + p + ", " + t);
     if (f) {
-      std::string an = e.reg(RC::Pred), bn = e.reg(RC::Pred), x = e.reg(RC::Pred),
-                  y = e.reg(RC::Pred);
+      std::string an = e.reg(RC::Pred), bn = e.reg(RC::Pred),
+                  x = e.reg(RC::Pred), y = e.reg(RC::Pred);
       e.ins("setp.nan." + ft + " " + an + ", " + a.v + ", " + a.v);
       e.ins("setp.num." + ft + " " + bn + ", " + b.v + ", " + b.v);
       e.ins("and.pred " + x + ", " + an + ", " + bn); // a NaN, b a number
       e.ins("or.pred " + p + ", " + p + ", " + x);
-      e.ins("not.pred " + y + ", " + bn);             // b NaN
-      e.ins("and.pred " + y + ", " + y + ", " + an);  // both NaN
+      e.ins("not.pred " + y + ", " + bn);            // b NaN
+      e.ins("and.pred " + y + ", " + y + ", " + an); // both NaN
       e.ins("and.pred " + y + ", " + y + ", " + li);
       e.ins("or.pred " + p + ", " + p + ", " + y);
     }
     std::string di = e.reg(RC::B32);
-    e.ins(std::string("selp.") + (f ? ft : bitType(rc)) + " " + d + ", " + b.v + ", " +
-          a.v + ", " + p);
+    e.ins(std::string("selp.") + (f ? ft : bitType(rc)) + " " + d + ", " + b.v +
+          ", " + a.v + ", " + p);
     e.ins("selp.b32 " + di + ", " + b.idx + ", " + a.idx + ", " + p);
     return {d, di};
   }
@@ -127,8 +129,9 @@ struct ReduceCtx {
         bits = e.reg(RC::B64);
         e.ins("mov.b64 " + bits + ", " + v);
       }
-      std::string lo = e.reg(RC::B32), hi = e.reg(RC::B32), lo2 = e.reg(RC::B32),
-                  hi2 = e.reg(RC::B32), out = e.reg(RC::B64);
+      std::string lo = e.reg(RC::B32), hi = e.reg(RC::B32),
+                  lo2 = e.reg(RC::B32), hi2 = e.reg(RC::B32),
+                  out = e.reg(RC::B64);
       e.ins("mov.b64 {" + lo + ", " + hi + "}, " + bits);
       e.ins("shfl.sync.bfly.b32 " + lo2 + ", " + lo + ", " + m + ", 31, -1");
       e.ins("shfl.sync.bfly.b32 " + hi2 + ", " + hi + ", " + m + ", 31, -1");
@@ -146,13 +149,6 @@ struct ReduceCtx {
   }
 };
 
-bool isZero(const gpu::Basis &b) {
-  for (int64_t v : b)
-    if (v)
-      return false;
-  return true;
-}
-
 } // namespace
 
 bool emitReduce(Emitter &e, Operation &op) {
@@ -161,7 +157,8 @@ bool emitReduce(Emitter &e, Operation &op) {
   Value *x = op.operand(0);
   const Type *inTy = x->type(), *outTy = op.result(0)->type();
   int axis = (int)op.intAttr("axis");
-  ReduceCtx c{e, op, op.strAttr("kind"), inTy->element()->dtype(), DType::I32, false};
+  ReduceCtx c{e,          op,   op.strAttr("kind"), inTy->element()->dtype(),
+              DType::I32, false};
   c.arg = c.kind == "argmax" || c.kind == "argmin";
   if (isFloat(c.inT))
     c.accT = c.inT == DType::FP64 ? DType::FP64 : DType::FP32;
@@ -235,8 +232,10 @@ bool emitReduce(Emitter &e, Operation &op) {
     e.ins("mov.u32 " + widx + ", 0");
     for (size_t j = 0; j < warpBits.size(); ++j) {
       std::string bit = e.reg(RC::B32), n = e.reg(RC::B32);
-      e.ins("bfe.u32 " + bit + ", " + e.warp() + ", " + std::to_string(warpBits[j]) + ", 1");
-      e.ins("bfi.b32 " + n + ", " + bit + ", " + widx + ", " + std::to_string(j) + ", 1");
+      e.ins("bfe.u32 " + bit + ", " + e.warp() + ", " +
+            std::to_string(warpBits[j]) + ", 1");
+      e.ins("bfi.b32 " + n + ", " + bit + ", " + widx + ", " +
+            std::to_string(j) + ", 1");
       widx = n;
     }
     // The thread's part of the output's flat index: its coordinates along
@@ -249,30 +248,35 @@ bool emitReduce(Emitter &e, Operation &op) {
       e.ins("mov.u32 " + thrOut + ", 0");
     }
     std::string slot = e.reg(RC::B32), addr = e.reg(RC::B32);
-    e.ins("mad.lo.s32 " + slot + ", " + widx + ", " + std::to_string(outElems) + ", " + thrOut);
-    e.ins("mad.lo.s32 " + addr + ", " + slot + ", " + std::to_string(ab) + ", " + base);
+    e.ins("mad.lo.s32 " + slot + ", " + widx + ", " + std::to_string(outElems) +
+          ", " + thrOut);
+    e.ins("mad.lo.s32 " + addr + ", " + slot + ", " + std::to_string(ab) +
+          ", " + base);
     std::string idxBase = e.reg(RC::B32), idxAddr = e.reg(RC::B32);
     if (c.arg) {
-      e.ins("add.s32 " + idxBase + ", " + base + ", " + std::to_string(K * outElems * ab));
+      e.ins("add.s32 " + idxBase + ", " + base + ", " +
+            std::to_string(K * outElems * ab));
       e.ins("mad.lo.s32 " + idxAddr + ", " + slot + ", 4, " + idxBase);
     }
     RC rc = c.accClass();
-    std::string st = ab == 8 ? (rc == RC::F64 ? "f64" : "b64") : (rc == RC::F32 ? "f32" : "b32");
+    std::string st = ab == 8 ? (rc == RC::F64 ? "f64" : "b64")
+                             : (rc == RC::F32 ? "f32" : "b32");
     e.barrier();
     for (auto &key : keyOrder) {
       int64_t off = 0;
       for (size_t d = 0; d < key.size(); ++d)
         off += key[d] * outStrides[d];
-      e.ins("st.shared." + st + " [" + addr + "+" + std::to_string(off * ab) + "], " +
-            groups[key].v);
+      e.ins("st.shared." + st + " [" + addr + "+" + std::to_string(off * ab) +
+            "], " + groups[key].v);
       if (c.arg)
-        e.ins("st.shared.b32 [" + idxAddr + "+" + std::to_string(off * 4) + "], " +
-              groups[key].idx);
+        e.ins("st.shared.b32 [" + idxAddr + "+" + std::to_string(off * 4) +
+              "], " + groups[key].idx);
     }
     e.barrier();
     // Read back all K partials of each element, in warp order.
     std::string rd = e.reg(RC::B32), ri = e.reg(RC::B32);
-    e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(ab) + ", " + base);
+    e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(ab) +
+          ", " + base);
     if (c.arg)
       e.ins("mad.lo.s32 " + ri + ", " + thrOut + ", 4, " + idxBase);
     for (auto &key : keyOrder) {
@@ -297,7 +301,9 @@ bool emitReduce(Emitter &e, Operation &op) {
 
   // 4. The result registers, in the result's layout.
   DType outT = outTy->scalarType()->dtype();
-  auto finish = [&](const Acc &a) { return c.arg ? a.idx : c.narrow(a.v, outT); };
+  auto finish = [&](const Acc &a) {
+    return c.arg ? a.idx : c.narrow(a.v, outT);
+  };
   if (!sliceTy) {
     if (groups.size() != 1)
       e.internalError(op, "reduces to a scalar from several groups");
@@ -310,13 +316,15 @@ bool emitReduce(Emitter &e, Operation &op) {
     gpu::Basis b = ll.lane[i];
     b.erase(b.begin() + axis);
     if (b != lo.lane[i])
-      e.internalError(op, "has a result layout that is not the slice of its operand's");
+      e.internalError(
+          op, "has a result layout that is not the slice of its operand's");
   }
   for (size_t i = 0; i < lo.warp.size(); ++i) {
     gpu::Basis b = ll.warp[i];
     b.erase(b.begin() + axis);
     if (b != lo.warp[i])
-      e.internalError(op, "has a result layout that is not the slice of its operand's");
+      e.internalError(
+          op, "has a result layout that is not the slice of its operand's");
   }
   Regs out;
   std::map<gpu::Basis, std::string> done;
@@ -329,7 +337,6 @@ bool emitReduce(Emitter &e, Operation &op) {
       done[key] = finish(it->second);
     out.push_back(done[key]);
   }
-  (void)isZero;
   e.bind(op.result(0), std::move(out));
   return true;
 }

@@ -1,5 +1,5 @@
 // Constants, program ids, make_range, splat, and the ops that move elements
-// between layouts (broadcast, expand_dims, reshape, trans, conversions):
+// between layouts (broadcast, expand_dims, reshape, trans, convert_layout):
 // register renaming when each thread already holds what it needs, else a
 // round trip through shared memory.
 #include "emitter.h"
@@ -77,7 +77,9 @@ std::string vecList(const Regs &r, size_t from, int v) {
 
 } // namespace
 
-std::string memType(const Type *elem, bool forLoad) { return sharedType(elem, forLoad); }
+std::string memType(const Type *elem, bool forLoad) {
+  return sharedType(elem, forLoad);
+}
 
 Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
                        const Regs &srcRegs, const Type *dst,
@@ -92,12 +94,14 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   e.barrier(); // the previous user of the scratch is done reading
   std::string thrS = e.threadLinear(src, strides);
   std::string addrS = e.reg(RC::B32);
-  e.ins("mad.lo.s32 " + addrS + ", " + thrS + ", " + std::to_string(eb) + ", " + base);
+  e.ins("mad.lo.s32 " + addrS + ", " + thrS + ", " + std::to_string(eb) + ", " +
+        base);
   std::string owner = ownersOnly ? e.ownerPred(src) : "";
   std::string guard = owner.empty() ? "" : "@" + owner + " ";
   int vs = sharedVector(ls, strides, eb, isPred);
-  std::string st = "st.shared" + (vs > 1 ? ".v" + std::to_string(vs) : std::string()) +
-                   "." + sharedType(elem, false);
+  std::string st = "st.shared" +
+                   (vs > 1 ? ".v" + std::to_string(vs) : std::string()) + "." +
+                   sharedType(elem, false);
   for (int r = 0; r < ls.numRegs(); r += vs) {
     int64_t off = dot(ls.regCoord(r), strides) * eb;
     Regs vals;
@@ -116,10 +120,12 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   e.barrier();
   std::string thrD = e.threadLinear(dst, weights);
   std::string addrD = e.reg(RC::B32);
-  e.ins("mad.lo.s32 " + addrD + ", " + thrD + ", " + std::to_string(eb) + ", " + base);
+  e.ins("mad.lo.s32 " + addrD + ", " + thrD + ", " + std::to_string(eb) + ", " +
+        base);
   int vd = sharedVector(ld, weights, eb, isPred);
-  std::string ldi = "ld.shared" + (vd > 1 ? ".v" + std::to_string(vd) : std::string()) +
-                    "." + sharedType(elem, true);
+  std::string ldi = "ld.shared" +
+                    (vd > 1 ? ".v" + std::to_string(vd) : std::string()) + "." +
+                    sharedType(elem, true);
   RC rc = isPred ? RC::B16 : regClass(elem);
   Regs out(ld.numRegs());
   for (int r = 0; r < ld.numRegs(); r += vd) {
@@ -180,7 +186,8 @@ bool emitTensorOp(Emitter &e, Operation &op) {
   case OpCode::Broadcast:
   case OpCode::ExpandDims:
   case OpCode::Reshape:
-  case OpCode::Trans: {
+  case OpCode::Trans:
+  case OpCode::ConvertLayout: {
     const Type *st = op.operand(0)->type();
     std::vector<int64_t> w = gpu::movementWeights(op);
     gpu::MovementPlan plan = gpu::planMovement(st, rt, w);

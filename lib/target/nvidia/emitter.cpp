@@ -28,14 +28,16 @@ GPUTarget GPUTarget::parse(const std::string &s) {
   if (g.archA)
     t.pop_back();
   bool digits = !t.empty() && t.size() <= 3 &&
-                std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+                std::all_of(t.begin(), t.end(),
+                            [](char c) { return c >= '0' && c <= '9'; });
   if (!digits)
     throw UserError("unknown GPU target '" + s +
                         "' (expected a form like sm_80, sm_90 or sm_90a)",
                     {});
   g.sm = std::stoi(t);
   if (g.archA && g.sm != 90)
-    throw UserError("GPU target '" + s + "': only sm_90 has an 'a' variant", {});
+    throw UserError("GPU target '" + s + "': only sm_90 has an 'a' variant",
+                    {});
   g.ptxVersion = 80;
   return g;
 }
@@ -108,10 +110,11 @@ const Regs &Emitter::regs(Value *v) {
   auto it = values_.find(v);
   if (it == values_.end()) {
     Operation *def = v->definingOp();
-    throw InternalError("ptx emission: a value of type " + v->type()->str() +
-                        " is used before it is emitted" +
-                        (def ? std::string(" (defined by '") + def->name() + "')"
-                             : std::string()));
+    throw InternalError(
+        "ptx emission: a value of type " + v->type()->str() +
+        " is used before it is emitted" +
+        (def ? std::string(" (defined by '") + def->name() + "')"
+             : std::string()));
   }
   return it->second;
 }
@@ -155,7 +158,8 @@ std::string Emitter::warp() {
   return warp_;
 }
 
-std::string Emitter::threadLinear(const Type *t, const std::vector<int64_t> &w) {
+std::string Emitter::threadLinear(const Type *t,
+                                  const std::vector<int64_t> &w) {
   const gpu::LinearLayout &ll = gpu::linearOf(t);
   std::string key = gpu::layoutOf(t)->str();
   for (int64_t d : t->shape())
@@ -233,6 +237,33 @@ std::string Emitter::ownerPred(const Type *t) {
   }
   ownerCache_[key] = p;
   return p;
+}
+
+std::vector<int> Emitter::equalRegisters(Value *v) {
+  const Type *t = v->type();
+  int n = numRegs(t);
+  std::vector<int> rep(n);
+  for (int i = 0; i < n; ++i)
+    rep[i] = i;
+  if (!t->isTensor())
+    return rep;
+  const gpu::LinearLayout &ll = gpu::linearOf(t);
+  if (!ll.isDisjoint())
+    return rep;
+  AxisInfo info = axis.get(v);
+  // A register bit that moves less than the constancy along its dim keeps
+  // the element inside its aligned block of equal values: in a disjoint
+  // layout the coordinate is the OR of the bits, so clearing such bits
+  // changes only the bits below the block size.
+  int sameMask = 0;
+  for (size_t b = 0; b < ll.reg.size(); ++b)
+    for (int d = 0; d < ll.rank(); ++d)
+      if (ll.reg[b][d] != 0 && d < info.rank() &&
+          ll.reg[b][d] < info.constancy[d])
+        sameMask |= 1 << b;
+  for (int i = 0; i < n; ++i)
+    rep[i] = i & ~sameMask;
+  return rep;
 }
 
 std::string Emitter::scratch(const Operation &op) {
@@ -336,14 +367,16 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
       case DType::I32:
       case DType::U32:
         ptxTy = ".u32";
-        kind = d == DType::I32 ? KernelParam::Kind::Int32 : KernelParam::Kind::UInt32;
+        kind = d == DType::I32 ? KernelParam::Kind::Int32
+                               : KernelParam::Kind::UInt32;
         r = reg(RC::B32);
         ins("ld.param.u32 " + r + ", [" + pname + "]");
         break;
       case DType::I64:
       case DType::U64:
         ptxTy = ".u64";
-        kind = d == DType::I64 ? KernelParam::Kind::Int64 : KernelParam::Kind::UInt64;
+        kind = d == DType::I64 ? KernelParam::Kind::Int64
+                               : KernelParam::Kind::UInt64;
         r = reg(RC::B64);
         ins("ld.param.u64 " + r + ", [" + pname + "]");
         break;
@@ -353,7 +386,8 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
       case DType::U16: {
         // Passed as 32-bit ints (the launcher has no narrower kinds).
         ptxTy = ".u32";
-        kind = isSigned(d) ? KernelParam::Kind::Int32 : KernelParam::Kind::UInt32;
+        kind =
+            isSigned(d) ? KernelParam::Kind::Int32 : KernelParam::Kind::UInt32;
         std::string w = reg(RC::B32);
         ins("ld.param.u32 " + w + ", [" + pname + "]");
         std::string h = reg(RC::B16);
@@ -379,7 +413,8 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
         kind = KernelParam::Kind::Float32;
         std::string f = reg(RC::F32);
         ins("ld.param.f32 " + f + ", [" + pname + "]");
-        Operation *first = entry.ops().empty() ? nullptr : entry.ops().front().get();
+        Operation *first =
+            entry.ops().empty() ? nullptr : entry.ops().front().get();
         if (!first)
           throw InternalError("ptx emission: empty kernel body");
         r = fromF32(*this, *first, d, f);
@@ -392,8 +427,8 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
                       fn.loc());
     }
     bind(a, {r});
-    params.push_back({kind, a->nameHint.empty() ? "arg" + std::to_string(i)
-                                                : a->nameHint});
+    params.push_back(
+        {kind, a->nameHint.empty() ? "arg" + std::to_string(i) : a->nameHint});
     sig << (i ? ",\n" : "") << "\t.param " << ptxTy << " " << pname;
   }
   std::string paramLoads = body_.str();
@@ -434,8 +469,10 @@ CompiledKernel compileToPTX(Module &m, const std::string &kernel,
                         " is not supported (tritium needs sm_80 or newer)",
                     {});
   if (t.archA && t.sm != 90)
-    throw UserError("GPU target " + t.str() + ": only sm_90 has an 'a' variant", {});
-  if (opts.numWarps < 1 || opts.numWarps > 32 || gpu::log2Exact(opts.numWarps) < 0)
+    throw UserError("GPU target " + t.str() + ": only sm_90 has an 'a' variant",
+                    {});
+  if (opts.numWarps < 1 || opts.numWarps > 32 ||
+      gpu::log2Exact(opts.numWarps) < 0)
     throw UserError("num_warps must be a power of two from 1 to 32, found " +
                         std::to_string(opts.numWarps),
                     {});

@@ -63,7 +63,8 @@ public:
   /// coordinates), so that loops do not recompute it.
   void pro(const std::string &s) { prologue_ << "\t" << s << ";\n"; }
 
-  // ---- registers and values ----------------------------------------------------
+  // ---- registers and values
+  // ----------------------------------------------------
   std::string reg(RC c);
   std::string regFor(const Type *scalar) { return reg(regClass(scalar)); }
   const Regs &regs(Value *v);
@@ -71,7 +72,8 @@ public:
   /// Registers per thread of a value of type t (1 for scalars).
   static int numRegs(const Type *t);
 
-  // ---- threads and layouts ------------------------------------------------------
+  // ---- threads and layouts
+  // ------------------------------------------------------
   std::string tid();
   std::string lane();
   std::string warp();
@@ -84,6 +86,11 @@ public:
   /// A predicate true in the threads that own their elements (the first of
   /// each set of copies); "" when every thread does. For a scalar: thread 0.
   std::string ownerPred(const Type *t);
+  /// For each register of `v` (a tensor), the first register of its thread
+  /// holding a value known to be equal (axis info constancy within the
+  /// thread's registers); elementwise ops compute only those, as Triton
+  /// does. Identity for scalars.
+  std::vector<int> equalRegisters(Value *v);
   /// The shared-memory scratch of `op` (a .u32 shared address register).
   std::string scratch(const Operation &op);
   void barrier() { ins("bar.sync 0"); }
@@ -117,20 +124,24 @@ bool emitReduce(Emitter &e, Operation &op);
 bool emitControlFlow(Emitter &e, Operation &op);
 bool emitTensorOp(Emitter &e, Operation &op);
 
-// ---- helpers shared between families ----------------------------------------------
+// ---- helpers shared between families
+// ----------------------------------------------
 /// PTX integer type of an op on dtype t: "s32", "u16" (8-bit ints compute in
 /// 16 bits).
 std::string intType(DType t, bool signedOp);
 /// Bit type of a register class: "b16", "b32", ...
 std::string bitType(RC c);
 /// Re-extends an 8-bit int to the signedness an op needs.
-std::string prepareInt(Emitter &e, DType t, const std::string &r, bool signedOp);
+std::string prepareInt(Emitter &e, DType t, const std::string &r,
+                       bool signedOp);
 /// Sign- or zero-extends the low 8 bits of a 16-bit register per t.
 std::string normalizeInt(Emitter &e, DType t, const std::string &r);
 /// A float of dtype t as f32 (exact), and back (rounding to nearest even;
 /// fp8 saturating, needs sm_89).
-std::string toF32(Emitter &e, const Operation &op, DType t, const std::string &r);
-std::string fromF32(Emitter &e, const Operation &op, DType t, const std::string &f);
+std::string toF32(Emitter &e, const Operation &op, DType t,
+                  const std::string &r);
+std::string fromF32(Emitter &e, const Operation &op, DType t,
+                    const std::string &f);
 /// One element of a binary arithmetic op (integer or float opcode) on
 /// scalar type `elem`.
 std::string binaryElement(Emitter &e, const Operation &op, OpCode code,

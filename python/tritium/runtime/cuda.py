@@ -102,17 +102,13 @@ def uses_gpu(values):
 # the compiled kernel
 
 
-def _arch(target):
-    return target
-
-
 class GPUKernel:
     """One specialisation compiled for a GPU target.
 
     asm: "tir-raw", "tir" (tile IR), "gir" (GPU IR), "ptx", and "cubin" when
     ptxas ran. metadata: name, num_warps, num_stages, shared (dynamic shared
     memory bytes), target, params [[kind, name]], ptxas_log.
-    Launch with `kernel[grid](*runtime_args)` or `kernel.run(grid, args)`."""
+    Launch with `kernel[grid](*runtime_args)` or `kernel.launch(grid3, args)`."""
 
     def __init__(self, name, asm, metadata, tile=None):
         self.name = name
@@ -305,7 +301,7 @@ def compile_gpu(jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
     asm["ptx"] = res["ptx"]
     ptxas_log = ""
     if ptxas:
-        cubin, ptxas_log = C.run_ptxas(res["ptx"], _arch(target), [])
+        cubin, ptxas_log = C.run_ptxas(res["ptx"], target, [])
         asm["cubin"] = cubin
     metadata = {
         "name": res["name"],

@@ -23,6 +23,9 @@ struct GPUOptions {
   int numWarps = 4;
   int numStages = 3;
   GPUTarget target;
+  /// Let ptxas fuse fp32/fp64 multiplies and adds into fma (Triton's
+  /// enable_fp_fusion, on by default); off: every add/sub/mul rounds (.rn).
+  bool enableFpFusion = true;
 };
 
 /// One kernel parameter as the launcher must pass it. Parameters specialised
