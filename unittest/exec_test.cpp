@@ -2,7 +2,10 @@
 // run over a grid, checked element by element; and the float format helpers.
 #include "tritium/exec/executor.h"
 #include "tritium/exec/float_formats.h"
+#include "tritium/gpu/passes.h"
 #include "tritium/ir/ir.h"
+#include "tritium/ir/printer.h"
+#include "tritium/ir/verifier.h"
 
 #include <gtest/gtest.h>
 
@@ -970,6 +973,47 @@ TEST(Executor, ShapeOps) {
   execute(*b.mod, "k", {1, 1, 1}, {ep(xs), ep(ts), ep(fl)});
   EXPECT_EQ(ts, (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
   EXPECT_EQ(fl, (std::vector<int32_t>{1, 3, 5, 4, 6, 8}));
+}
+
+TEST(Executor, RunsGPUIRWhereConvertLayoutIsTheIdentity) {
+  // A transpose: after the GPU passes, the loaded tile changes layout
+  // (ttg.convert_layout) before tt.trans.
+  const char *text = R"(
+tt.func @transpose(%in: !tt.ptr<f32> {tt.divisibility = 16}, %out: !tt.ptr<f32> {tt.divisibility = 16}) attributes {kernel = true} {
+  %r = tt.make_range {end = 64, start = 0} : tensor<64xi32>
+  %c64 = arith.constant {value = 64} : tensor<64x1xi32>
+  %rows = tt.expand_dims %r {axis = 1} : tensor<64x1xi32>
+  %rs = arith.muli %rows, %c64 : tensor<64x1xi32>
+  %cols = tt.expand_dims %r {axis = 0} : tensor<1x64xi32>
+  %rb = tt.broadcast %rs : tensor<64x64xi32>
+  %cb = tt.broadcast %cols : tensor<64x64xi32>
+  %off = arith.addi %rb, %cb : tensor<64x64xi32>
+  %ip = tt.splat %in : tensor<64x64x!tt.ptr<f32>>
+  %ia = tt.addptr %ip, %off : tensor<64x64x!tt.ptr<f32>>
+  %x = tt.load %ia : tensor<64x64xf32>
+  %t = tt.trans %x {order = [1, 0]} : tensor<64x64xf32>
+  %op = tt.splat %out : tensor<64x64x!tt.ptr<f32>>
+  %oa = tt.addptr %op, %off : tensor<64x64x!tt.ptr<f32>>
+  tt.store %oa, %t
+  tt.return
+}
+)";
+  auto m = parseModule(text, "transpose.tir");
+  PassStats stats;
+  gpu::runGPUPipeline(*m, 4, stats);
+  verify(*m);
+  int conversions = 0;
+  m->walk([&](Operation *op) {
+    conversions += op->code() == OpCode::ConvertLayout;
+  });
+  ASSERT_EQ(conversions, 1) << print(*m);
+  std::vector<float> in(64 * 64), out(64 * 64, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(i) * 0.5f;
+  execute(*m, "transpose", {1, 1, 1}, {ep(in), ep(out)});
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 64; ++j)
+      ASSERT_EQ(out[i * 64 + j], in[j * 64 + i]) << i << ", " << j;
 }
 
 TEST(Executor, ProgramIdsAndNumPrograms) {

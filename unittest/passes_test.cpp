@@ -1,5 +1,6 @@
 // Tests of lib/transforms: constant folding semantics, each pass on IR built
 // with the raw Operation/Block API or parsed from text, and the pass manager.
+#include "tritium/gpu/layouts.h"
 #include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
 #include "tritium/transforms/fold.h"
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 using namespace tritium;
 
@@ -413,6 +415,149 @@ tt.func @k(%p: !tt.ptr<f32>, %x: f32) attributes {kernel = true} {
   std::string out = runOn(in, {"dce"});
   EXPECT_EQ(count(out, "scf.for"), 2) << out;
   EXPECT_EQ(count(out, "tt.store %p, %a"), 1) << out;
+}
+
+// ---------------------------------------------------------------------------
+// GPU IR: ttg.convert_layout is pure and only changes the layout
+// ---------------------------------------------------------------------------
+
+/// Three distinct layouts of a 512-element 1-D tensor, written #A, #B, #C in
+/// the tests' text.
+const std::vector<std::pair<std::string, std::string>> kLayoutNames = {
+    {"#A", "#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], "
+           "warpsPerCTA = [4], order = [0]}>"},
+    {"#B", "#ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], "
+           "warpsPerCTA = [4], order = [0]}>"},
+    {"#C", "#ttg.blocked<{sizePerThread = [2], threadsPerWarp = [32], "
+           "warpsPerCTA = [4], order = [0]}>"},
+};
+
+std::string replaceAll(std::string s, const std::string &from,
+                       const std::string &to) {
+  for (size_t pos = s.find(from); pos != std::string::npos;
+       pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+/// Parses blocked layouts (what the IR parser hands to a registered layout
+/// parser) while in scope.
+struct WithBlockedLayouts {
+  static const Layout *parse(const std::string &text) {
+    size_t pos = 0;
+    const Layout *l = gpu::parseLayout(text, pos, {});
+    if (!l || pos != text.size())
+      throw std::runtime_error("not a blocked layout");
+    return l;
+  }
+  LayoutParser previous = setLayoutParser(&parse);
+  ~WithBlockedLayouts() { setLayoutParser(previous); }
+};
+
+/// runOn for GPU IR written with #A, #B, #C; the output uses them too.
+std::string runOnGPU(std::string text, std::vector<std::string> passes,
+                     PassStats *statsOut = nullptr) {
+  WithBlockedLayouts layouts;
+  for (const auto &[name, full] : kLayoutNames)
+    text = replaceAll(text, name, full);
+  std::string out = runOn(text, passes, statsOut);
+  for (const auto &[name, full] : kLayoutNames)
+    out = replaceAll(out, full, name);
+  return out;
+}
+
+TEST(PassesGPU, CanonicalizeFoldsNeedlessConversions) {
+  std::string in = R"(
+tt.func @k(%p: tensor<512x!tt.ptr<f32>, #A>) attributes {kernel = true} {
+  %x = tt.load %p : tensor<512xf32, #A>
+  %same = ttg.convert_layout %x : tensor<512xf32, #A>
+  %b = ttg.convert_layout %x : tensor<512xf32, #B>
+  %back = ttg.convert_layout %b : tensor<512xf32, #A>
+  %two = arith.constant {value = 2.0} : tensor<512xf32, #A>
+  %twoB = ttg.convert_layout %two : tensor<512xf32, #B>
+  %y = arith.mulf %b, %twoB : tensor<512xf32, #B>
+  %c = ttg.convert_layout %y : tensor<512xf32, #C>
+  %yc = ttg.convert_layout %c : tensor<512xf32, #A>
+  %s0 = arith.addf %same, %back : tensor<512xf32, #A>
+  %s = arith.addf %s0, %yc : tensor<512xf32, #A>
+  tt.store %p, %s
+  tt.return
+}
+)";
+  PassStats stats;
+  std::string out = runOnGPU(in, {"canonicalize"}, &stats);
+  // A conversion to the operand's own type, and a round trip A -> B -> A,
+  // are the operand itself.
+  EXPECT_EQ(count(out, "%s0 = arith.addf %x, %x : tensor<512xf32, #A>"), 1)
+      << out;
+  // The constant is built in the wanted layout instead of converted.
+  EXPECT_EQ(count(out, "arith.constant {value = 2.0} : tensor<512xf32, #B>"), 1)
+      << out;
+  EXPECT_EQ(count(out, "arith.constant"), 1) << out;
+  // B -> C -> A is one conversion B -> A; the one to C is gone.
+  EXPECT_EQ(count(out, "ttg.convert_layout %y : tensor<512xf32, #A>"), 1)
+      << out;
+  EXPECT_EQ(count(out, "#C"), 0) << out;
+  // The conversion that moves data stays.
+  EXPECT_EQ(count(out, "%b = ttg.convert_layout %x : tensor<512xf32, #B>"), 1)
+      << out;
+  EXPECT_EQ(count(out, "ttg.convert_layout"), 2) << out;
+}
+
+TEST(PassesGPU, ConstantsEvaluateThroughConversions) {
+  WithBlockedLayouts layouts;
+  std::string text = replaceAll(replaceAll(R"(
+tt.func @k(%p: tensor<512x!tt.ptr<i32>, #A>) attributes {kernel = true} {
+  %c = arith.constant {value = 5} : tensor<512xi32, #A>
+  %d = ttg.convert_layout %c : tensor<512xi32, #B>
+  %e = arith.addi %d, %d : tensor<512xi32, #B>
+  %f = ttg.convert_layout %e : tensor<512xi32, #A>
+  tt.store %p, %f
+  tt.return
+}
+)",
+                                           "#A", kLayoutNames[0].second),
+                                "#B", kLayoutNames[1].second);
+  auto m = parse(text);
+  Operation *store = nullptr;
+  m->walk([&](Operation *op) {
+    if (op->code() == OpCode::Store)
+      store = op;
+  });
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->operand(1)->definingOp()->code(), OpCode::ConvertLayout);
+  auto v = evaluateConstant(store->operand(1));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->asInt(), 10);
+}
+
+TEST(PassesGPU, CSEMergesEqualConversionsAndDCEDropsUnusedOnes) {
+  std::string in = R"(
+tt.func @k(%p: tensor<512x!tt.ptr<f32>, #A>) attributes {kernel = true} {
+  %x = tt.load %p : tensor<512xf32, #A>
+  %b1 = ttg.convert_layout %x : tensor<512xf32, #B>
+  %b2 = ttg.convert_layout %x : tensor<512xf32, #B>
+  %c = ttg.convert_layout %x : tensor<512xf32, #C>
+  %s = arith.addf %b1, %b2 : tensor<512xf32, #B>
+  %sc = ttg.convert_layout %s : tensor<512xf32, #C>
+  %dead = ttg.convert_layout %s : tensor<512xf32, #A>
+  %t = arith.addf %sc, %c : tensor<512xf32, #C>
+  %ta = ttg.convert_layout %t : tensor<512xf32, #A>
+  tt.store %p, %ta
+  tt.return
+}
+)";
+  PassStats stats;
+  std::string out = runOnGPU(in, {"cse", "dce"}, &stats);
+  // Same operand and result type: one value. Another layout: another value.
+  EXPECT_EQ(count(out, "ttg.convert_layout %x : tensor<512xf32, #B>"), 1)
+      << out;
+  EXPECT_EQ(count(out, "ttg.convert_layout %x : tensor<512xf32, #C>"), 1)
+      << out;
+  EXPECT_EQ(count(out, "arith.addf %b1, %b1"), 1) << out;
+  EXPECT_EQ(stats.counters["cse.removed"], 1);
+  EXPECT_EQ(count(out, "%dead"), 0) << out;
+  EXPECT_EQ(count(out, "ttg.convert_layout"), 4) << out;
 }
 
 // ---------------------------------------------------------------------------

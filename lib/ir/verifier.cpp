@@ -624,8 +624,8 @@ private:
       const Type *in = tensorOperand(op), *out = tensorResult(op);
       sameElement(op, in, out);
       if (in->shape() != out->shape())
-        fail(op, "operand and result shapes differ: " + typeText(in) +
-                     " -> " + typeText(out));
+        fail(op, "operand and result shapes differ: " + typeText(in) + " -> " +
+                     typeText(out));
       if (!in->layout() || !out->layout())
         fail(op, "operand and result must carry layouts (GPU IR only): " +
                      typeText(in) + " -> " + typeText(out));

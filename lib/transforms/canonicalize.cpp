@@ -296,8 +296,8 @@ Rewrite simplify(Operation *op) {
     if (src->type() == rt)
       return useValue(src);
     Rewrite r;
-    r.newOp = Operation::create(OpCode::ConvertLayout, {src}, {rt}, {},
-                                op->loc());
+    r.newOp =
+        Operation::create(OpCode::ConvertLayout, {src}, {rt}, {}, op->loc());
     return r;
   }
   case OpCode::Select: {
