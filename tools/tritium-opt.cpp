@@ -6,6 +6,7 @@
 //
 // With no pass it parses, verifies and prints (a round trip). Errors go to
 // stderr as `file:line:col: error: message`, exit status 1.
+#include "tritium/gpu/layouts.h"
 #include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
 #include "tritium/transforms/pass.h"
@@ -261,6 +262,7 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  tritium::gpu::registerLayoutParser(); // so GPU IR round-trips too
   try {
     return run(parseArgs(argc, argv));
   } catch (const std::exception &e) {

@@ -443,9 +443,10 @@ std::string replaceAll(std::string s, const std::string &from,
 /// Parses blocked layouts (what the IR parser hands to a registered layout
 /// parser) while in scope.
 struct WithBlockedLayouts {
-  static const Layout *parse(const std::string &text) {
+  static const Layout *parse(const std::string &text,
+                             const std::vector<int64_t> &shape) {
     size_t pos = 0;
-    const Layout *l = gpu::parseLayout(text, pos, {});
+    const Layout *l = gpu::parseLayout(text, pos, shape);
     if (!l || pos != text.size())
       throw std::runtime_error("not a blocked layout");
     return l;

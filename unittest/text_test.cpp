@@ -77,7 +77,8 @@ public:
   std::string text;
 };
 
-const Layout *parseTestLayout(const std::string &text) {
+const Layout *parseTestLayout(const std::string &text,
+                              const std::vector<int64_t> &) {
   static std::map<std::string, std::unique_ptr<TextLayout>> interned;
   if (text.rfind("#test<", 0) != 0)
     throw std::runtime_error("not a test layout");

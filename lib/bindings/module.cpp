@@ -4,6 +4,7 @@
 #include "bindings.h"
 
 #include "tritium/exec/executor.h"
+#include "tritium/gpu/layouts.h"
 #include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
 #include "tritium/transforms/pass.h"
@@ -174,6 +175,7 @@ void bindTools(py::module_ &m) {
 PYBIND11_MODULE(_C, m) {
   namespace tb = tritium::bindings;
   m.doc() = "tritium's C++ core: IR, builder, passes, CPU executor";
+  tritium::gpu::registerLayoutParser(); // GPU IR text parses too
   tb::bindTools(m);
   tb::bindIR(m);
   tb::bindBuilder(m);

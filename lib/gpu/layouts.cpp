@@ -1,6 +1,7 @@
 // Blocked, slice and linear layouts: construction, interning, text form and
 // their linear maps.
 #include "tritium/gpu/layouts.h"
+#include "tritium/ir/printer.h"
 
 #include <algorithm>
 #include <map>
@@ -395,5 +396,18 @@ const GPULayout *parseLayout(const std::string &text, size_t &pos,
     pos = lx.p;
   return l;
 }
+
+namespace {
+const Layout *parseWholeLayout(const std::string &text,
+                               const std::vector<int64_t> &shape) {
+  size_t pos = 0;
+  const GPULayout *l = parseLayout(text, pos, shape);
+  if (!l || pos != text.size())
+    throw std::runtime_error("not a GPU layout");
+  return l;
+}
+} // namespace
+
+void registerLayoutParser() { setLayoutParser(&parseWholeLayout); }
 
 } // namespace tritium::gpu

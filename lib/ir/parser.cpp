@@ -404,7 +404,7 @@ private:
         errorAt(elemPos, "tensor element type must be a scalar or pointer");
       const Layout *layout = nullptr;
       if (consumeIf(','))
-        layout = parseLayout();
+        layout = parseLayout(shape);
       expect('>', "to end the tensor type");
       return Type::tensor(elem, shape, layout);
     }
@@ -416,7 +416,7 @@ private:
 
   /// The layout of a tensor type: `#...` up to the `>` that closes the
   /// tensor type, with brackets inside balanced.
-  const Layout *parseLayout() {
+  const Layout *parseLayout(const std::vector<int64_t> &shape) {
     size_t start = (skipWs(), pos_);
     if (cur() != '#')
       error("expected a layout ('#...') after ',' in the tensor type, found " +
@@ -451,7 +451,7 @@ private:
       errorAt(start, "cannot parse tensor layout '" + layoutText +
                          "': no layout parser is registered");
     try {
-      if (const Layout *l = parser(layoutText))
+      if (const Layout *l = parser(layoutText, shape))
         return l;
     } catch (const std::exception &e) {
       errorAt(start, "invalid tensor layout '" + layoutText + "': " + e.what());

@@ -104,6 +104,10 @@ private:
 const GPULayout *parseLayout(const std::string &text, size_t &pos,
                              const std::vector<int64_t> &shape);
 
+/// Makes the IR parser read GPU layouts (setLayoutParser), so that GPU IR
+/// text round-trips. Called by the tools and the Python module at start-up.
+void registerLayoutParser();
+
 /// The GPU layout of a tensor type; null for scalars and tile-level tensors.
 const GPULayout *layoutOf(const Type *t);
 /// The linear map of a GPU tensor type (cached). InternalError when the type

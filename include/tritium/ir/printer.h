@@ -24,11 +24,13 @@ std::unique_ptr<Module> parseModule(const std::string &text,
                                     const std::string &filename = "<input>");
 
 /// Turns the text of a tensor layout, as Layout::str() prints it (from `#` up
-/// to the tensor type's closing `>`, e.g. `#ttg.blocked<{...}>`), into an
-/// interned Layout; throws (any std::exception) when the text is not a
-/// layout. Set by the GPU library so that GPU IR parses; without one, a
-/// layout in the text is a parse error. Returns the previous parser.
-using LayoutParser = const Layout *(*)(const std::string &text);
+/// to the tensor type's closing `>`, e.g. `#ttg.blocked<{...}>`), for a
+/// tensor of `shape`, into an interned Layout; throws (any std::exception)
+/// when the text is not a layout. Set by the GPU library
+/// (gpu::registerLayoutParser) so that GPU IR parses; without one, a layout
+/// in the text is a parse error. Returns the previous parser.
+using LayoutParser = const Layout *(*)(const std::string &text,
+                                       const std::vector<int64_t> &shape);
 LayoutParser setLayoutParser(LayoutParser parser);
 
 } // namespace tritium
