@@ -365,14 +365,19 @@ Value *Builder::binary(const std::string &op, Operand a, Operand b) {
       return mk(B, OpCode::MulF, {l, r}, l->type());
     return mk(B, OpCode::MulI, {l, r}, l->type());
   }
-  if (op == "truediv") {
+  if (op == "truediv" || op == "div_rn") {
     auto [l, r] = checkBinary(B, op, a, b, {false, false, true, true});
     // After promotion both sides share a type; int / int divides in f32.
     if (isInteger(elemDType(l))) {
       l = castElem(B, l, scalarTy(DType::FP32));
       r = castElem(B, r, scalarTy(DType::FP32));
     }
-    return mk(B, OpCode::DivF, {l, r}, l->type());
+    // `/` may be approximate on GPUs (div.full.f32, as in Triton);
+    // tl.div_rn asks for the correctly rounded quotient.
+    std::map<std::string, Attribute> attrs;
+    if (op == "div_rn")
+      attrs["rounding"] = std::string("rn");
+    return mk(B, OpCode::DivF, {l, r}, l->type(), std::move(attrs));
   }
   if (op == "floordiv") {
     auto [l, r] = checkBinary(B, op, a, b, {false, false, true, true});

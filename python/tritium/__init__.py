@@ -23,17 +23,8 @@ def next_power_of_2(n):
     return 1 << (n - 1).bit_length()
 
 
-# Written separately; tritium works without them while they are missing.
-try:
-    from .compile_api import compile  # noqa: F401,A001
-except ModuleNotFoundError as e:
-    if e.name != f"{__name__}.compile_api":
-        raise
-try:
-    from .autotuner import Config, autotune, heuristics  # noqa: F401
-except ModuleNotFoundError as e:
-    if e.name != f"{__name__}.autotuner":
-        raise
+from .compile_api import compile  # noqa: E402,A001
+from .autotuner import Config, autotune, heuristics  # noqa: E402
 
-__all__ = ["CompilationError", "ExecutionError", "JITFunction", "cdiv", "jit", "language",
-           "next_power_of_2", "testing"]
+__all__ = ["CompilationError", "Config", "ExecutionError", "JITFunction", "autotune", "cdiv",
+           "compile", "heuristics", "jit", "language", "next_power_of_2", "testing"]

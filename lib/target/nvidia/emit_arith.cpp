@@ -241,7 +241,15 @@ std::string floatBinary(Emitter &e, const Operation &op, OpCode c, DType t,
     e.ins("mul" + rn + ty + ops);
     break;
   case OpCode::DivF:
-    e.ins("div.rn." + ty + ops);
+    // fp32 `/` is div.full.f32 (at most 2 ulp, full range), as Triton lowers
+    // arith.divf. div.rn.f32 expands to a Newton step plus a call to a
+    // slow-path subroutine whose live registers push a 16-warp row softmax
+    // from 64 to 82 registers: one CTA per SM instead of two. An op marked
+    // {rounding = "rn"} (tl.div_rn) keeps the correctly rounded quotient.
+    if (f32 && !(op.hasAttr("rounding") && op.strAttr("rounding") == "rn"))
+      e.ins("div.full.f32" + ops);
+    else
+      e.ins("div.rn." + ty + ops);
     break;
   case OpCode::MaxNumF:
     e.ins("max." + ty + ops);

@@ -1134,12 +1134,14 @@ sigmoid = _math_fn("sigmoid", "1 / (1 + exp(-x)), elementwise.")
 
 @builtin
 def div_rn(x, y):
-    return tensor(_builder().binary("truediv", _operand(x), _operand(y)))
+    """x / y rounded to nearest (`/` may be approximate on GPUs, as in Triton)."""
+    return tensor(_builder().binary("div_rn", _operand(x), _operand(y)))
 
 
 @builtin
 def fdiv(x, y, ieee_rounding=False):
-    return tensor(_builder().binary("truediv", _operand(x), _operand(y)))
+    return tensor(_builder().binary("div_rn" if _unwrap(ieee_rounding) else "truediv",
+                                    _operand(x), _operand(y)))
 
 
 # ---------------------------------------------------------------------------
