@@ -18,8 +18,9 @@ in the same directory, then os.replace), laid out as
     payload = index length u32 | index (JSON [[name, size], ...]) | blobs
 
 so a truncated file, a flipped byte or an entry of another format is
-detected on read; such an entry is deleted and reported as a miss (the
-caller recompiles and replaces it), never loaded.
+detected on read; such an entry is deleted (unless another process has
+replaced it since it was read) and reported as a miss (the caller recompiles
+and replaces it), never loaded.
 """
 
 import ast
@@ -121,6 +122,24 @@ def _makedirs_private(path):
     os.chmod(path, 0o700)  # whatever the umask said
 
 
+def _unlink_if_same(path, st):
+    """Deletes the corrupt entry at path -- unless another process has
+    replaced it (os.replace) since it was read: that file is a new, likely
+    valid entry, and deleting it would throw away that process's work.
+    (A replace between the check and the unlink can still lose an entry; the
+    cost is one more miss, never a wrong load.)"""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 class KernelCache:
     """get(key) -> {name: bytes} | None; put(key, {name: bytes | str})."""
 
@@ -139,6 +158,7 @@ class KernelCache:
         path = self.path_for(key)
         try:
             with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
                 raw = f.read()
         except FileNotFoundError:
             self.misses += 1
@@ -151,10 +171,7 @@ class KernelCache:
         except CorruptEntry:
             self.corrupt += 1
             self.misses += 1
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            _unlink_if_same(path, st)
             return None
         self.hits += 1
         return blobs
