@@ -5,6 +5,7 @@
 #   make test     build + GoogleTest + lit/FileCheck + pytest (not gpu)
 #   make test-gpu build + pytest -m gpu (GPU machine)
 #   make demo     build + examples/run_all.py
+#   make fuzz     build + differential fuzzing of the tile passes (SEEDS=200 START=0)
 #   make clean
 #
 # Variables: BUILD_DIR=build  JOBS=2  PYTHON=python3  CMAKE_BUILD_TYPE=Release
@@ -29,7 +30,7 @@ export TRITIUM_BUILD_DIR := $(abspath $(BUILD_DIR))
 PYPATH := PYTHONPATH=$(CURDIR)/python$${PYTHONPATH:+:$$PYTHONPATH}
 
 .PHONY: all deps configure build demo test unittest lit pytest test-gpu clean \
-        _unittest _lit _pytest
+        _unittest _lit _pytest fuzz
 
 all: build
 
@@ -52,6 +53,12 @@ build: configure
 
 demo: build
 	$(PYPATH) $(PYTHON) examples/run_all.py
+
+# Random tile programs: raw IR vs each pass / the pipeline, bit for bit (tools/fuzz/kernel_fuzz.py).
+SEEDS ?= 200
+START ?= 0
+fuzz: build
+	$(PYPATH) $(PYTHON) tools/fuzz/kernel_fuzz.py --seeds $(SEEDS) --start $(START)
 
 # Each test step has a build-free variant (_unittest, _lit, _pytest) so that
 # `make test` builds once and then runs them in order.
