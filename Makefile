@@ -6,6 +6,7 @@
 #   make test-gpu build + pytest -m gpu (GPU machine)
 #   make demo     build + examples/run_all.py
 #   make fuzz     build + differential fuzzing of the tile passes (SEEDS=200 START=0)
+#   make test-sanitize  C++ tests + lit under ASan/UBSan (build-asan/)
 #   make clean
 #
 # Variables: BUILD_DIR=build  JOBS=2  PYTHON=python3  CMAKE_BUILD_TYPE=Release
@@ -30,7 +31,7 @@ export TRITIUM_BUILD_DIR := $(abspath $(BUILD_DIR))
 PYPATH := PYTHONPATH=$(CURDIR)/python$${PYTHONPATH:+:$$PYTHONPATH}
 
 .PHONY: all deps configure build demo test unittest lit pytest test-gpu clean \
-        _unittest _lit _pytest fuzz
+        _unittest _lit _pytest fuzz test-sanitize
 
 all: build
 
@@ -94,6 +95,16 @@ _pytest:
 	@echo '+ $(PYPATH) $(PYTHON) -m pytest -q python/test -m "not gpu" $(PYTEST_ARGS)'; \
 	  $(PYPATH) $(PYTHON) -m pytest -q python/test -m "not gpu" $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+# The C++ tests and lit under AddressSanitizer + UndefinedBehaviorSanitizer, leaks
+# included, in build-asan/ (the Python module is not rebuilt: it would replace the
+# in-tree _C).
+test-sanitize: deps
+	$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTRITIUM_SANITIZE=ON -DTRITIUM_BUILD_PYTHON=OFF
+	$(CMAKE) --build build-asan -j $(JOBS) --target tritium-unittests tritium-opt
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-asan/tritium-unittests
+	UBSAN_OPTIONS=halt_on_error=1 TRITIUM_BUILD_DIR=$(abspath build-asan) $(LIT) $(LIT_ARGS) test/
 
 test-gpu: build
 	@echo '+ $(PYPATH) $(PYTHON) -m pytest -q python/test -m gpu $(PYTEST_ARGS)'; \
