@@ -509,3 +509,25 @@ def test_compile_options_change_the_output(tmp_path, monkeypatch):
     k8 = tcompile(_add, signature=sig, constexprs={"BLOCK": 1024}, num_warps=8)
     assert k4.metadata["num_warps"] == 4 and k8.metadata["num_warps"] == 8
     assert k4.asm["gir"] != k8.asm["gir"]
+
+
+def test_put_on_a_full_disk_warns_and_keeps_going(tmp_path, monkeypatch):
+    """A write that fails (ENOSPC) leaves no entry and no temp file behind, and
+    put() returns None with a warning instead of failing the compile."""
+    import errno
+
+    store = cache.KernelCache(str(tmp_path / "c"))
+    real_fsync = os.fsync
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.warns(UserWarning, match="could not write cache entry"):
+        assert store.put(KEY, {"payload": b"x" * 1000}) is None
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert store.get(KEY) is None
+    leftovers = [f for _, _, files in os.walk(tmp_path) for f in files]
+    assert leftovers == []
+    assert store.put(KEY, {"payload": b"y"}) is not None
+    assert store.get(KEY)["payload"] == b"y"

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import textwrap
 import types
+import warnings
 
 MAGIC = b"TRITIUMC"
 FORMAT_VERSION = 1
@@ -177,8 +178,9 @@ class KernelCache:
         return blobs
 
     def put(self, key, blobs):
-        """Writes the entry atomically; returns its path (None when the cache
-        directory cannot be written: the cache is then only a miss)."""
+        """Writes the entry atomically; returns its path, or None when it
+        cannot be written (an unwritable directory, a full disk): the compile
+        that produced it still succeeds, the cache only misses next time."""
         path = self.path_for(key)
         data = encode_entry(blobs)
         d = os.path.dirname(path)
@@ -193,11 +195,14 @@ class KernelCache:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)  # atomic: readers see the old or the new file
-        except BaseException:
+        except BaseException as e:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+            if isinstance(e, OSError):
+                warnings.warn(f"tritium: could not write cache entry {path}: {e}")
+                return None
             raise
         return path
 
