@@ -72,6 +72,17 @@ TEST(OpTable, NamesRoundTrip) {
   EXPECT_TRUE(opInfo(OpCode::AddF).traits & COMM);
   EXPECT_TRUE(opInfo(OpCode::Yield).traits & TERM);
   EXPECT_FALSE(opInfo(OpCode::Load).traits & PURE);
+  // The arithmetic families the verifier, executor and PTX emitter dispatch on.
+  for (size_t i = 0; i < static_cast<size_t>(OpCode::NumOps); ++i) {
+    const OpInfo &info = opInfo(static_cast<OpCode>(i));
+    if (info.traits & (IBIN | FBIN))
+      EXPECT_TRUE((info.traits & PURE) && (info.traits & ELEM)) << info.name;
+    EXPECT_FALSE((info.traits & IBIN) && (info.traits & FBIN)) << info.name;
+  }
+  EXPECT_TRUE(opInfo(OpCode::MinUI).traits & IBIN);
+  EXPECT_TRUE(opInfo(OpCode::MinNumF).traits & FBIN);
+  EXPECT_FALSE(opInfo(OpCode::CmpI).traits & IBIN);
+  EXPECT_FALSE(opInfo(OpCode::NegF).traits & FBIN);
 }
 
 TEST(Attributes, FloatsPrintSoTheyReparseAsFloats) {

@@ -450,83 +450,58 @@ void mathUnary(const OpPlan &op, const RValue &a, RValue &r) {
 
 void evalArith(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
   RValue r = RValue::alloc(op.op->result(0)->type());
-  switch (op.code) {
-  case OpCode::AddI:
-  case OpCode::SubI:
-  case OpCode::MulI:
-  case OpCode::DivSI:
-  case OpCode::DivUI:
-  case OpCode::RemSI:
-  case OpCode::RemUI:
-  case OpCode::AndI:
-  case OpCode::OrI:
-  case OpCode::XOrI:
-  case OpCode::ShLI:
-  case OpCode::ShRSI:
-  case OpCode::ShRUI:
-  case OpCode::MaxSI:
-  case OpCode::MinSI:
-  case OpCode::MaxUI:
-  case OpCode::MinUI:
+  if (op.op->hasTrait(IBIN))
     intBinary(op, f[op.in[0]], f[op.in[1]], r);
-    break;
-  case OpCode::AddF:
-  case OpCode::SubF:
-  case OpCode::MulF:
-  case OpCode::DivF:
-  case OpCode::RemF:
-  case OpCode::MaximumF:
-  case OpCode::MinimumF:
-  case OpCode::MaxNumF:
-  case OpCode::MinNumF:
+  else if (op.op->hasTrait(FBIN))
     floatBinary(op, f[op.in[0]], f[op.in[1]], r);
-    break;
-  case OpCode::CmpI:
-    cmpI(op, f[op.in[0]], f[op.in[1]], r, *ctx.run);
-    break;
-  case OpCode::CmpF:
-    cmpF(op, f[op.in[0]], f[op.in[1]], r);
-    break;
-  case OpCode::Select: {
-    const RValue &c = f[op.in[0]];
-    const Slot *a = f[op.in[1]].data(), *b = f[op.in[2]].data();
-    Slot *z = r.mutableData();
-    int64_t n = r.size();
-    if (c.size() == 1 && n != 1) {
-      const Slot *src = c[0].i ? a : b;
-      std::copy(src, src + n, z);
-    } else {
-      const Slot *cs = c.data();
-      for (int64_t i = 0; i < n; ++i)
-        z[i] = cs[i].i ? a[i] : b[i];
+  else
+    switch (op.code) {
+    case OpCode::CmpI:
+      cmpI(op, f[op.in[0]], f[op.in[1]], r, *ctx.run);
+      break;
+    case OpCode::CmpF:
+      cmpF(op, f[op.in[0]], f[op.in[1]], r);
+      break;
+    case OpCode::Select: {
+      const RValue &c = f[op.in[0]];
+      const Slot *a = f[op.in[1]].data(), *b = f[op.in[2]].data();
+      Slot *z = r.mutableData();
+      int64_t n = r.size();
+      if (c.size() == 1 && n != 1) {
+        const Slot *src = c[0].i ? a : b;
+        std::copy(src, src + n, z);
+      } else {
+        const Slot *cs = c.data();
+        for (int64_t i = 0; i < n; ++i)
+          z[i] = cs[i].i ? a[i] : b[i];
+      }
+      break;
     }
-    break;
-  }
-  case OpCode::Fma: {
-    const Slot *a = f[op.in[0]].data(), *b = f[op.in[1]].data(),
-               *c = f[op.in[2]].data();
-    Slot *z = r.mutableData();
-    DType dt = elemDType(r.type());
-    for (int64_t i = 0, n = r.size(); i < n; ++i)
-      z[i].f = roundF(std::fma(a[i].f, b[i].f, c[i].f), dt);
-    break;
-  }
-  case OpCode::ExtSI:
-  case OpCode::ExtUI:
-  case OpCode::TruncI:
-  case OpCode::SIToFP:
-  case OpCode::UIToFP:
-  case OpCode::FPToSI:
-  case OpCode::FPToUI:
-  case OpCode::ExtF:
-  case OpCode::TruncF:
-  case OpCode::Bitcast:
-    cast(op, f[op.in[0]], r, *ctx.run);
-    break;
-  default:
-    mathUnary(op, f[op.in[0]], r);
-    break;
-  }
+    case OpCode::Fma: {
+      const Slot *a = f[op.in[0]].data(), *b = f[op.in[1]].data(),
+                 *c = f[op.in[2]].data();
+      Slot *z = r.mutableData();
+      DType dt = elemDType(r.type());
+      for (int64_t i = 0, n = r.size(); i < n; ++i)
+        z[i].f = roundF(std::fma(a[i].f, b[i].f, c[i].f), dt);
+      break;
+    }
+    case OpCode::ExtSI:
+    case OpCode::ExtUI:
+    case OpCode::TruncI:
+    case OpCode::SIToFP:
+    case OpCode::UIToFP:
+    case OpCode::FPToSI:
+    case OpCode::FPToUI:
+    case OpCode::ExtF:
+    case OpCode::TruncF:
+    case OpCode::Bitcast:
+      cast(op, f[op.in[0]], r, *ctx.run);
+      break;
+    default:
+      mathUnary(op, f[op.in[0]], r);
+      break;
+    }
   f[op.out[0]] = std::move(r);
 }
 

@@ -263,37 +263,13 @@ private:
   }
 
   void checkOp(const Operation &op, OpPlan &p) {
+    if (op.hasTrait(IBIN) || op.hasTrait(FBIN))
+      return checkElementwise(op, 2);
     switch (op.code()) {
     case OpCode::Constant:
       checkArity(op, 0, 0, 1);
       p.constant = makeConstant(op);
       return;
-    case OpCode::AddI:
-    case OpCode::SubI:
-    case OpCode::MulI:
-    case OpCode::DivSI:
-    case OpCode::DivUI:
-    case OpCode::RemSI:
-    case OpCode::RemUI:
-    case OpCode::AndI:
-    case OpCode::OrI:
-    case OpCode::XOrI:
-    case OpCode::ShLI:
-    case OpCode::ShRSI:
-    case OpCode::ShRUI:
-    case OpCode::MaxSI:
-    case OpCode::MinSI:
-    case OpCode::MaxUI:
-    case OpCode::MinUI:
-    case OpCode::AddF:
-    case OpCode::SubF:
-    case OpCode::MulF:
-    case OpCode::DivF:
-    case OpCode::RemF:
-    case OpCode::MaximumF:
-    case OpCode::MinimumF:
-    case OpCode::MaxNumF:
-    case OpCode::MinNumF:
     case OpCode::AddPtr:
       checkElementwise(op, 2);
       return;

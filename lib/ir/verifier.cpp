@@ -424,41 +424,17 @@ private:
   // ---- per-op rules ---------------------------------------------------------
 
   void verifyRules(const Operation &op) {
+    if (op.hasTrait(IBIN))
+      return arith(op, 2, false);
+    if (op.hasTrait(FBIN))
+      return arith(op, 2, true);
     switch (op.code()) {
     case OpCode::Constant:
       return verifyConstant(op);
 
-    case OpCode::AddI:
-    case OpCode::SubI:
-    case OpCode::MulI:
-    case OpCode::DivSI:
-    case OpCode::DivUI:
-    case OpCode::RemSI:
-    case OpCode::RemUI:
-    case OpCode::AndI:
-    case OpCode::OrI:
-    case OpCode::XOrI:
-    case OpCode::ShLI:
-    case OpCode::ShRSI:
-    case OpCode::ShRUI:
-    case OpCode::MaxSI:
-    case OpCode::MinSI:
-    case OpCode::MaxUI:
-    case OpCode::MinUI:
-      return arith(op, 2, false);
     case OpCode::CmpI:
       return compare(op, false);
 
-    case OpCode::AddF:
-    case OpCode::SubF:
-    case OpCode::MulF:
-    case OpCode::DivF:
-    case OpCode::RemF:
-    case OpCode::MaximumF:
-    case OpCode::MinimumF:
-    case OpCode::MaxNumF:
-    case OpCode::MinNumF:
-      return arith(op, 2, true);
     case OpCode::NegF:
       return arith(op, 1, true);
     case OpCode::CmpF:

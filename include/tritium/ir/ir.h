@@ -90,6 +90,8 @@ enum OpTrait : unsigned {
   COMM = 1u << 4,
   ELEM = 1u << 5,
   CF = 1u << 6,
+  IBIN = 1u << 7,
+  FBIN = 1u << 8,
 };
 
 enum class OpCode : uint16_t {

@@ -641,61 +641,32 @@ std::string binaryElement(Emitter &e, const Operation &op, OpCode code,
 
 bool emitArithmetic(Emitter &e, Operation &op) {
   OpCode c = op.code();
-  bool isIntBin = false, isFloatBin = false;
-  switch (c) {
-  case OpCode::AddI:
-  case OpCode::SubI:
-  case OpCode::MulI:
-  case OpCode::DivSI:
-  case OpCode::DivUI:
-  case OpCode::RemSI:
-  case OpCode::RemUI:
-  case OpCode::AndI:
-  case OpCode::OrI:
-  case OpCode::XOrI:
-  case OpCode::ShLI:
-  case OpCode::ShRSI:
-  case OpCode::ShRUI:
-  case OpCode::MaxSI:
-  case OpCode::MinSI:
-  case OpCode::MaxUI:
-  case OpCode::MinUI:
-    isIntBin = true;
-    break;
-  case OpCode::AddF:
-  case OpCode::SubF:
-  case OpCode::MulF:
-  case OpCode::DivF:
-  case OpCode::RemF:
-  case OpCode::MaximumF:
-  case OpCode::MinimumF:
-  case OpCode::MaxNumF:
-  case OpCode::MinNumF:
-    isFloatBin = true;
-    break;
-  case OpCode::CmpI:
-  case OpCode::CmpF:
-  case OpCode::Select:
-  case OpCode::NegF:
-  case OpCode::Fma:
-  case OpCode::AbsI:
-  case OpCode::Exp:
-  case OpCode::Exp2:
-  case OpCode::Log:
-  case OpCode::Log2:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::AbsF:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Floor:
-  case OpCode::Ceil:
-  case OpCode::Erf:
-  case OpCode::Tanh:
-    break;
-  default:
-    return false;
-  }
+  bool isIntBin = op.hasTrait(IBIN), isFloatBin = op.hasTrait(FBIN);
+  if (!isIntBin && !isFloatBin)
+    switch (c) {
+    case OpCode::CmpI:
+    case OpCode::CmpF:
+    case OpCode::Select:
+    case OpCode::NegF:
+    case OpCode::Fma:
+    case OpCode::AbsI:
+    case OpCode::Exp:
+    case OpCode::Exp2:
+    case OpCode::Log:
+    case OpCode::Log2:
+    case OpCode::Sqrt:
+    case OpCode::Rsqrt:
+    case OpCode::AbsF:
+    case OpCode::Sin:
+    case OpCode::Cos:
+    case OpCode::Floor:
+    case OpCode::Ceil:
+    case OpCode::Erf:
+    case OpCode::Tanh:
+      break;
+    default:
+      return false;
+    }
   const Type *resTy = op.result(0)->type();
   int n = Emitter::numRegs(resTy);
   std::vector<const Regs *> in;
