@@ -180,4 +180,6 @@ PYBIND11_MODULE(_C, m) {
   tb::bindIR(m);
   tb::bindBuilder(m);
   tb::bindRuntime(m);
+  tb::bindCompileBatch(m);
+  tb::bindFastLaunch(m);
 }

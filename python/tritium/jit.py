@@ -14,6 +14,8 @@ Compiled specialisations are kept in `JITFunction.cache`, keyed by it.
 
 import functools
 import inspect
+import sys
+import weakref
 
 from . import language as tl
 from .compiler.compiler import compile_kernel
@@ -154,6 +156,7 @@ class JITFunction:
         self.cache = {}
         self._source = None
         self._launch_options = [o for o in LAUNCH_OPTIONS if o not in self.arg_names]
+        self._fast = None  # _C.fast_launcher_new's capsule, made on the first launch
         functools.update_wrapper(self, fn)
 
     def __repr__(self):
@@ -181,7 +184,36 @@ class JITFunction:
             f"with {self.fn.__name__}[grid](...) or call it from another @jit function")
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+        # The launch goes straight to C++ (lib/bindings/fast_launch.cpp): a
+        # specialisation already compiled and launched once is launched there;
+        # anything else comes back to self.run.
+        fast = self._fast
+        if fast is None:
+            fast = self._make_fast_launcher()
+        return _partial(_FAST_LAUNCH or _fast_launch(), fast, grid)
+
+    def _make_fast_launcher(self):
+        params = [(p.name, p.is_constexpr, p.do_not_specialize, p.do_not_specialize_on_alignment,
+                   p.default is not inspect.Parameter.empty,
+                   None if p.default is inspect.Parameter.empty else p.default)
+                  for p in self.params]
+        self._fast = load_C().fast_launcher_new(weakref.ref(self), params,
+                                                self._launch_options, constexpr)
+        return self._fast
+
+    def _register_fast(self, args, kwargs, options, spec, kernel):
+        """Lets the C++ fast path launch `kernel` for calls like this one."""
+        if self._fast is None or kernel.metadata.get("debug"):
+            return
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        kw = dict(kwargs)
+        kw.update(options)
+        runtime = [i for i, entry in enumerate(spec) if entry[1] != "const"]
+        load_C().fast_register(self._fast, tuple(args), kw, kernel, kernel.gpu_kernel(), runtime,
+                               torch.Tensor,
+                               getattr(torch._C, "_cuda_getCurrentRawStream", None))
 
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles the specialisation these arguments select, without running."""
@@ -285,8 +317,10 @@ class JITFunction:
                 from .runtime import cuda  # noqa: PLC0415
                 bound = inspect.BoundArguments(self.signature,
                                                dict(zip(self.arg_names, values)))
-                return cuda.run_jit(self, bound, key, _params(spec), runtime, grid, options,
-                                    warmup)
+                kernel = cuda.run_jit(self, bound, key, _params(spec), runtime, grid, options,
+                                      warmup)
+                self._register_fast(args, kwargs, options, spec, kernel)
+                return kernel
             if not warmup:
                 raise RuntimeError(GPU_LAUNCH_MESSAGE)
         kernel = self.cache.get(key)
@@ -315,6 +349,16 @@ class JITFunction:
 
 
 _STATIC_TYPES = (int, float, bool, str, type(None), tl.dtype, tuple)
+
+
+_partial = functools.partial
+_FAST_LAUNCH = None
+
+
+def _fast_launch():
+    global _FAST_LAUNCH
+    _FAST_LAUNCH = load_C().fast_launch
+    return _FAST_LAUNCH
 
 
 def _params(spec):
