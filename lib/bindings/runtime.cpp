@@ -175,11 +175,12 @@ void bindRuntime(py::module_ &m) {
   m.def(
       "compile_to_ptx",
       [](Module &mod, const std::string &kernel, const std::string &target, int numWarps,
-         int numStages) {
+         int numStages, bool boundsCheck) {
         GPUOptions opts;
         opts.target = GPUTarget::parse(target);
         opts.numWarps = numWarps;
         opts.numStages = numStages;
+        opts.boundsCheck = boundsCheck;
         CompiledKernel ck;
         {
           // compileToPTX works on its own clone of the module.
@@ -197,12 +198,29 @@ void bindRuntime(py::module_ &m) {
         for (const KernelParam &p : ck.params)
           params.append(py::make_tuple(runtime::kindName(p.kind), p.name));
         out["params"] = params;
+        if (boundsCheck) {
+          py::list hidden, sites;
+          for (const KernelParam &p : ck.hiddenParams)
+            hidden.append(py::make_tuple(runtime::kindName(p.kind), p.name));
+          for (const AccessSite &s : ck.accessSites)
+            sites.append(py::make_tuple(s.kind, s.param, s.elemBytes, s.loc.file, s.loc.line,
+                                        s.loc.col));
+          py::dict bc;
+          bc["hidden_params"] = hidden;
+          bc["sites"] = sites;
+          bc["unchecked"] = ck.uncheckedAccesses;
+          bc["record_bytes"] = BoundsRecordLayout::kSize;
+          out["bounds_check"] = bc;
+        }
         return out;
       },
       py::arg("module"), py::arg("kernel"), py::arg("target") = "sm_90a",
-      py::arg("num_warps") = 4, py::arg("num_stages") = 3,
+      py::arg("num_warps") = 4, py::arg("num_stages") = 3, py::arg("bounds_check") = false,
       "Tile IR (after the default pipeline) -> GPU IR -> PTX for `target`. Returns "
-      "dict(name, gir, ptx, num_warps, shared_bytes, target, params=[(kind, name)]).");
+      "dict(name, gir, ptx, num_warps, shared_bytes, target, params=[(kind, name)]); with "
+      "bounds_check, the PTX checks every global access (see docs/gpu-debug.md) and the dict "
+      "has bounds_check=dict(hidden_params=[(kind, name)], sites=[(kind, param, elem_bytes, "
+      "file, line, col)], unchecked, record_bytes).");
 
   m.def("ptxas_path", [] { return runtime::findPtxas(); });
   m.def("ptxas_version", &runtime::ptxasVersion);

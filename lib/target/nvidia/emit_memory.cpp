@@ -6,7 +6,8 @@
 // destination registers to `other` (or zero), so masked-off lanes keep it.
 // Stores and atomics run only in the thread that owns each element (layouts
 // smaller than the CTA hold copies); an atomic whose result those copies
-// need hands it over through shared memory.
+// need hands it over through shared memory. With bounds checks on
+// (emit_bounds.cpp) every access instruction also runs under its check.
 #include "emitter.h"
 
 namespace tritium::nvidia {
@@ -180,15 +181,18 @@ void emitLoad(Emitter &e, Operation &op) {
   std::string mods =
       vol ? ".volatile.global" : ".global" + cacheSuffix(op, true);
   bool boolElem = isBool(elem);
+  int site = e.accessSite(op, ptr, "load", (int)eb);
   Regs out;
   for (int g = 0; g < n; g += v) {
-    std::string guard = mr ? "@" + (*mr)[g] + " " : "";
+    std::string pred =
+        e.checkAccess(site, pr[g], (int)(v * eb), mr ? (*mr)[g] : "");
+    std::string guard = pred.empty() ? "" : "@" + pred + " ";
     Regs got;
     if (eb >= 4 || v == 1) {
       RC rc = boolElem ? RC::B16 : regClass(elem);
       for (int k = 0; k < v; ++k) {
         std::string d = e.reg(rc);
-        if (mr) {
+        if (!pred.empty()) {
           if (orr)
             e.ins(std::string(movFor(rc)) + " " + d + ", " +
                   memValue(e, elem, (*orr)[g + k]));
@@ -205,7 +209,7 @@ void emitLoad(Emitter &e, Operation &op) {
       Regs w;
       for (int j = 0; j < words; ++j) {
         std::string r = e.reg(RC::B32);
-        if (mr) {
+        if (!pred.empty()) {
           if (orr) {
             Regs parts;
             for (int k = 0; k < per; ++k)
@@ -261,8 +265,10 @@ void emitStore(Emitter &e, Operation &op) {
   const Regs *mr = mask ? &e.regs(mask) : nullptr;
   std::string owner = e.ownerPred(ptr->type());
   std::string mods = ".global" + cacheSuffix(op, false);
+  int site = e.accessSite(op, ptr, "store", (int)eb);
   for (int g = 0; g < n; g += v) {
-    std::string p = guardOf(e, mr, g, owner);
+    std::string p =
+        e.checkAccess(site, pr[g], (int)(v * eb), guardOf(e, mr, g, owner));
     std::string guard = p.empty() ? "" : "@" + p + " ";
     Regs vals;
     for (int k = 0; k < v; ++k)
@@ -428,9 +434,11 @@ void emitAtomicRMW(Emitter &e, Operation &op) {
   std::string ss = semScope(op);
   std::string native = nativeAtom(e, kind, elem);
   RC rc = regClass(elem);
+  int eb = (int)gpu::storageBytes(elem);
+  int site = e.accessSite(op, ptr, "atomic", eb);
   Regs res;
   for (size_t i = 0; i < pr.size(); ++i) {
-    std::string p = guardOf(e, mr, (int)i, owner);
+    std::string p = e.checkAccess(site, pr[i], eb, guardOf(e, mr, (int)i, owner));
     std::string guard = p.empty() ? "" : "@" + p + " ";
     if (!native.empty()) {
       bool viaBits =
@@ -479,11 +487,14 @@ void emitAtomicCAS(Emitter &e, Operation &op) {
   const Regs &pr = e.regs(ptr), &cr = e.regs(op.operand(1)),
              &vr = e.regs(op.operand(2));
   std::string owner = e.ownerPred(ptr->type());
-  std::string guard = owner.empty() ? "" : "@" + owner + " ";
   std::string ss = semScope(op);
   RC bc = bitsClass(elem);
+  int eb = (int)gpu::storageBytes(elem);
+  int site = e.accessSite(op, ptr, "atomic", eb);
   Regs res;
   for (size_t i = 0; i < pr.size(); ++i) {
+    std::string p = e.checkAccess(site, pr[i], eb, owner);
+    std::string guard = p.empty() ? "" : "@" + p + " ";
     std::string d = e.reg(bc);
     e.ins(std::string(movFor(bc)) + " " + d + ", 0");
     e.ins(guard + "atom" + ss + ".global.cas." + bitType(bc) + " " + d + ", [" +

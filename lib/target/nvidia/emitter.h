@@ -102,6 +102,22 @@ public:
   void parallelCopy(const std::vector<Regs> &to, const std::vector<Regs> &from,
                     const std::vector<const Type *> &types);
 
+  // ---- bounds checks (GPUOptions::boundsCheck; emit_bounds.cpp) ------------
+  /// A site for an access of `op` through `ptr`, or -1 when checks are off
+  /// or the pointer's parameter is unknown (then counted as unchecked).
+  int accessSite(const Operation &op, Value *ptr, const char *kind,
+                 int elemBytes);
+  /// Checks `bytes` bytes at `addr` for `site` where `guard` holds (""
+  /// = always) and reports a violation; returns the guard the access must
+  /// run under (`guard` itself when site < 0).
+  std::string checkAccess(int site, const std::string &addr, int bytes,
+                          const std::string &guard);
+  /// Appends the hidden parameters to the .entry signature.
+  void boundsParams(std::vector<KernelParam> &hidden, std::ostringstream &sig);
+  std::vector<AccessSite> accessSites;
+  std::vector<KernelParam> hiddenParams;
+  int uncheckedAccesses = 0;
+
   [[noreturn]] void userError(const Operation &op, const std::string &msg);
   [[noreturn]] void internalError(const Operation &op, const std::string &msg);
   void requireSM(const Operation &op, int sm, const std::string &what);
@@ -114,6 +130,10 @@ private:
   std::string tid_, lane_, warp_;
   std::map<std::string, std::string> threadLinearCache_, ownerCache_;
   std::string smemBase_;
+  std::map<int, std::string> extents_;
+  std::string record_;
+  std::string extent(int param);
+  std::string boundsRecord();
 };
 
 // ---- op families (each returns false for an op it does not handle) ----------
