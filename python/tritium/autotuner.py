@@ -32,7 +32,10 @@ As in Triton:
 Beyond Triton:
 - Every config is compiled (the kernel's `warmup`) before any is timed. A
   config that fails to compile or to run is skipped with a warning naming it;
-  when every config fails, AutotunerError lists each one and why.
+  when every config fails, AutotunerError lists each one and why. On the GPU
+  the configs not compiled yet are compiled in one batch first: the code
+  generator runs for each in turn, then the GPU passes, PTX and ptxas of all
+  of them in parallel on a C++ thread pool (`runtime.cuda.precompile`).
 - Tuned results persist on disk (`cache_results=True` by default):
   `$TRITIUM_CACHE_DIR/autotune` (else `~/.cache/tritium/autotune`), one JSON
   file per (device, kernel source with its @jit callees, compiler version,
@@ -419,6 +422,9 @@ class Autotuner(KernelInterface):
         # "tuned" or "single" (one config after pruning, not timed).
         self.last_source = None
         self._source_hash = None
+        # Compile requests (runtime.cuda.CompileRequest.ident()) a batch compiled
+        # and the launcher took: later tunings leave them out of their batch.
+        self._batched = set()
         self.__name__ = self.base_fn.__name__
 
     def __repr__(self):
@@ -492,15 +498,21 @@ class Autotuner(KernelInterface):
         start = time.perf_counter()
         failures = {}
         candidates = []
-        for config in configs:  # compile everything first
-            try:
-                self.fn.warmup(*args, grid=grid, **meta, **self._launch_kwargs(config))
-            except Exception as e:  # noqa: BLE001 -- reported, the config skipped
-                failures[config] = ("failed to compile", e)
-                warnings.warn(f"autotune of {name!r}: config [{config}] failed to compile "
-                              f"and is skipped: {_describe_error(e)}", stacklevel=4)
-                continue
-            candidates.append(config)
+        tokens = self._precompile(args, meta, configs)
+        try:
+            for config in configs:  # compile everything first
+                try:
+                    self.fn.warmup(*args, grid=grid, **meta, **self._launch_kwargs(config))
+                except Exception as e:  # noqa: BLE001 -- reported, the config skipped
+                    failures[config] = ("failed to compile", e)
+                    warnings.warn(f"autotune of {name!r}: config [{config}] failed to compile "
+                                  f"and is skipped: {_describe_error(e)}", stacklevel=4)
+                    continue
+                candidates.append(config)
+        finally:
+            if tokens:
+                from .runtime import cuda  # noqa: PLC0415
+                self._batched.update(cuda.discard_precompiled(tokens))
         timings = {}
         for config in candidates:
             if verbose:
@@ -534,6 +546,28 @@ class Autotuner(KernelInterface):
                     print(f"  [{config}]: {failures[config][0]}")
             print(f"  best config: [{best}]")
         return best
+
+    def _precompile(self, args, meta, configs):
+        """For a launch on the GPU: compiles, in one batch, every config not
+        compiled yet, so that the warmup loop of _tune finds them compiled.
+        Returns the batch's tokens (runtime.cuda.precompile). A config the
+        batch cannot plan or compile is left to the warmup loop, which
+        compiles it again and reports its error as before."""
+        if not _on_gpu(args, meta):
+            return []
+        from .runtime import cuda  # noqa: PLC0415
+        requests = []
+        for config in configs:
+            try:
+                req = _compile_request(self.fn, args, {**meta, **self._launch_kwargs(config)})
+            except Exception:  # noqa: BLE001 -- the warmup loop reports it
+                continue
+            if req is not None and req.ident() not in self._batched:
+                requests.append(req)
+        if not requests:
+            return []
+        tokens, _ = cuda.precompile(requests)
+        return tokens
 
     # -- disk cache ------------------------------------------------------------
     def _identity(self, key, configs, args):
@@ -723,6 +757,26 @@ class Autotuner(KernelInterface):
                     for config in self.prune_configs(kwargs)]
         finally:
             self.nargs = None
+
+
+def _on_gpu(args, kwargs):
+    """Whether some argument is a CUDA tensor (cheap: no specialisation)."""
+    for v in (*args, *kwargs.values()):
+        dev = getattr(v, "device", None)
+        if dev is not None and getattr(dev, "type", dev) == "cuda":
+            return True
+    return False
+
+
+def _compile_request(fn, args, kwargs):
+    """The runtime.cuda.CompileRequest of launching `fn` (a @jit function,
+    possibly under @heuristics) with these arguments on the GPU, or None."""
+    if isinstance(fn, Heuristics):
+        return _compile_request(fn.fn, args, fn._apply(args, dict(kwargs)))
+    if getattr(fn, "__tritium_jit__", False):
+        from .runtime import cuda  # noqa: PLC0415
+        return cuda.compile_request(fn, args, kwargs)
+    return None  # another autotuner inside: its own tuning compiles
 
 
 def _as_timing(t):
