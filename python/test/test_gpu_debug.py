@@ -75,7 +75,7 @@ def test_bounds_check_ptx_filecheck_and_ptxas():
     for target in TARGETS:
         results = _compile_tir(TIR, target)
         assert [r["name"] for r in results] == ["bc_add", "bc_loop", "bc_unknown",
-                                                "bc_half_atomics"]
+                                                "bc_half_atomics", "bc_control_flow"]
         if C.ptxas_path():
             for r in results:
                 cubin, _log = C.run_ptxas(r["ptx"], target, [])
@@ -102,6 +102,9 @@ def test_bounds_check_metadata():
                                                          ("store", 2, 4)]
     assert bc["unchecked"] == 0 and bc["record_bytes"] == 32
     assert by_name["bc_loop"]["bounds_check"]["unchecked"] == 0
+    flow = by_name["bc_control_flow"]["bounds_check"]
+    assert flow["unchecked"] == 0
+    assert [(s[0], s[1]) for s in flow["sites"]] == [("load", 0), ("store", 1)]
     unknown = by_name["bc_unknown"]["bounds_check"]
     assert unknown["unchecked"] == 2  # the int_to_ptr gather and the select of two params
     assert [(s[0], s[1]) for s in unknown["sites"]] == [("load", 0), ("store", 3)]
