@@ -44,7 +44,8 @@ int64_t reduceScratchBytes(const Operation &op) {
   int64_t per = accumulatorBytes(in->element());
   if (kind == "argmax" || kind == "argmin")
     per += 4;
-  return warpsAlongAxis * outElems * per;
+  // The partials of every warp, then the combined result per element.
+  return (warpsAlongAxis + 1) * outElems * per;
 }
 
 int64_t atomicScratchBytes(Function &f, const Operation &op) {

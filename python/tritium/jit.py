@@ -203,7 +203,7 @@ class JITFunction:
 
     def _register_fast(self, args, kwargs, options, spec, kernel):
         """Lets the C++ fast path launch `kernel` for calls like this one."""
-        if self._fast is None or kernel.metadata.get("debug"):
+        if self._fast is None or kernel.metadata.get("bounds_check"):
             return
         torch = sys.modules.get("torch")
         if torch is None:

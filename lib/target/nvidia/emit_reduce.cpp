@@ -4,9 +4,11 @@
 //     axis are combined, in register order.
 //  2. Across lanes: each lane bit whose basis moves along the axis is one
 //     butterfly step (shfl.sync.bfly), so every lane ends with the result.
-//  3. Across warps (when warps split the axis): each warp writes its partial
-//     per output element to shared memory, and after a barrier every thread
-//     combines the partials of the elements it holds.
+//  3. Across warps (when warps split the axis), through shared memory: each
+//     warp writes its partial per output element; the K partials of each
+//     element are combined by K consecutive lanes with butterfly shuffles
+//     (one thread per partial, as few registers as possible while the
+//     operand is live); every thread then reads the results it holds.
 // The result's layout is the slice of the operand's along the axis, so each
 // thread then holds exactly the outputs of the rows it took part in.
 //
@@ -247,53 +249,108 @@ bool emitReduce(Emitter &e, Operation &op) {
       thrOut = e.reg(RC::B32);
       e.ins("mov.u32 " + thrOut + ", 0");
     }
-    std::string slot = e.reg(RC::B32), addr = e.reg(RC::B32);
-    e.ins("mad.lo.s32 " + slot + ", " + widx + ", " + std::to_string(outElems) +
-          ", " + thrOut);
-    e.ins("mad.lo.s32 " + addr + ", " + slot + ", " + std::to_string(ab) +
-          ", " + base);
-    std::string idxBase = e.reg(RC::B32), idxAddr = e.reg(RC::B32);
-    if (c.arg) {
-      e.ins("add.s32 " + idxBase + ", " + base + ", " +
-            std::to_string(K * outElems * ab));
-      e.ins("mad.lo.s32 " + idxAddr + ", " + slot + ", 4, " + idxBase);
-    }
+    // Scratch: the partials, element-major (slot = element * K + warp, so
+    // that the K partials of an element sit in K consecutive lanes in stage
+    // B), their indices (arg), then the combined results and their indices.
+    int64_t P = K * outElems;
+    int64_t idxOff = P * ab, finalOff = P * (ab + (c.arg ? 4 : 0)),
+            finalIdxOff = finalOff + outElems * ab;
     RC rc = c.accClass();
     std::string st = ab == 8 ? (rc == RC::F64 ? "f64" : "b64")
                              : (rc == RC::F32 ? "f32" : "b32");
-    e.barrier();
-    for (auto &key : keyOrder) {
+    auto offsetOf = [&](const gpu::Basis &key) {
       int64_t off = 0;
       for (size_t d = 0; d < key.size(); ++d)
         off += key[d] * outStrides[d];
-      e.ins("st.shared." + st + " [" + addr + "+" + std::to_string(off * ab) +
-            "], " + groups[key].v);
+      return off;
+    };
+    // A. Each warp writes its partial of every element its threads hold.
+    std::string slot = e.reg(RC::B32), addr = e.reg(RC::B32);
+    e.ins("mad.lo.s32 " + slot + ", " + thrOut + ", " + std::to_string(K) + ", " + widx);
+    e.ins("mad.lo.s32 " + addr + ", " + slot + ", " + std::to_string(ab) + ", " + base);
+    std::string idxAddr = e.reg(RC::B32);
+    if (c.arg)
+      e.ins("mad.lo.s32 " + idxAddr + ", " + slot + ", 4, " + base);
+    e.barrier();
+    for (auto &key : keyOrder) {
+      int64_t off = offsetOf(key) * K;
+      e.ins("st.shared." + st + " [" + addr + "+" + std::to_string(off * ab) + "], " +
+            groups[key].v);
       if (c.arg)
-        e.ins("st.shared.b32 [" + idxAddr + "+" + std::to_string(off * 4) +
-              "], " + groups[key].idx);
+        e.ins("st.shared.b32 [" + idxAddr + "+" + std::to_string(idxOff + off * 4) + "], " +
+              groups[key].idx);
     }
     e.barrier();
-    // Read back all K partials of each element, in warp order.
+    // B. Thread t combines the K partials of element t / K with K-1
+    //    butterfly steps among K consecutive lanes (K <= 32 divides 32);
+    //    lane t % K == 0 writes the result. Rounds of all threads while
+    //    partials remain; a round's invalid lanes come in whole groups.
+    int64_t T = int64_t(e.numWarps) * 32;
+    int log2K = 0;
+    while ((int64_t(1) << log2K) < K)
+      ++log2K;
+    for (int64_t r0 = 0; r0 < P; r0 += T) {
+      std::string t = e.reg(RC::B32);
+      e.ins("add.s32 " + t + ", " + e.tid() + ", " + std::to_string(r0));
+      std::string valid;
+      if (r0 + T > P) {
+        valid = e.reg(RC::Pred);
+        e.ins("setp.lt.u32 " + valid + ", " + t + ", " + std::to_string(P));
+      }
+      std::string pfx = valid.empty() ? "" : "@" + valid + " ";
+      std::string a = e.reg(RC::B32);
+      e.ins("mad.lo.s32 " + a + ", " + t + ", " + std::to_string(ab) + ", " + base);
+      Acc p{e.reg(rc), ""};
+      if (!valid.empty())
+        e.ins("mov." + std::string(ab == 8 ? "b64 " : "b32 ") + p.v + ", 0");
+      e.ins(pfx + "ld.shared." + st + " " + p.v + ", [" + a + "]");
+      std::string ai;
+      if (c.arg) {
+        ai = e.reg(RC::B32);
+        e.ins("mad.lo.s32 " + ai + ", " + t + ", 4, " + base);
+        p.idx = e.reg(RC::B32);
+        if (!valid.empty())
+          e.ins("mov.b32 " + p.idx + ", 0");
+        e.ins(pfx + "ld.shared.b32 " + p.idx + ", [" + ai + "+" + std::to_string(idxOff) + "]");
+      }
+      for (int64_t m = 1; m < K; m <<= 1) {
+        Acc o{c.shuffle(p.v, rc, (int)m), ""};
+        if (c.arg)
+          o.idx = c.shuffle(p.idx, RC::B32, (int)m);
+        p = c.combine(p, o);
+      }
+      std::string low = e.reg(RC::B32), first = e.reg(RC::Pred), elem = e.reg(RC::B32),
+                  fa = e.reg(RC::B32);
+      e.ins("and.b32 " + low + ", " + t + ", " + std::to_string(K - 1));
+      e.ins("setp.eq.u32 " + first + ", " + low + ", 0");
+      if (!valid.empty())
+        e.ins("and.pred " + first + ", " + first + ", " + valid);
+      e.ins("shr.u32 " + elem + ", " + t + ", " + std::to_string(log2K));
+      e.ins("mad.lo.s32 " + fa + ", " + elem + ", " + std::to_string(ab) + ", " + base);
+      e.ins("@" + first + " st.shared." + st + " [" + fa + "+" + std::to_string(finalOff) +
+            "], " + p.v);
+      if (c.arg) {
+        std::string fi = e.reg(RC::B32);
+        e.ins("mad.lo.s32 " + fi + ", " + elem + ", 4, " + base);
+        e.ins("@" + first + " st.shared.b32 [" + fi + "+" + std::to_string(finalIdxOff) +
+              "], " + p.idx);
+      }
+    }
+    e.barrier();
+    // C. Every thread reads the results of the elements it holds.
     std::string rd = e.reg(RC::B32), ri = e.reg(RC::B32);
-    e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(ab) +
-          ", " + base);
+    e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(ab) + ", " + base);
     if (c.arg)
-      e.ins("mad.lo.s32 " + ri + ", " + thrOut + ", 4, " + idxBase);
+      e.ins("mad.lo.s32 " + ri + ", " + thrOut + ", 4, " + base);
     for (auto &key : keyOrder) {
-      int64_t off = 0;
-      for (size_t d = 0; d < key.size(); ++d)
-        off += key[d] * outStrides[d];
-      Acc acc;
-      for (int64_t k = 0; k < K; ++k) {
-        Acc p{e.reg(rc), ""};
-        e.ins("ld.shared." + st + " " + p.v + ", [" + rd + "+" +
-              std::to_string((k * outElems + off) * ab) + "]");
-        if (c.arg) {
-          p.idx = e.reg(RC::B32);
-          e.ins("ld.shared.b32 " + p.idx + ", [" + ri + "+" +
-                std::to_string((k * outElems + off) * 4) + "]");
-        }
-        acc = k == 0 ? p : c.combine(acc, p);
+      int64_t off = offsetOf(key);
+      Acc acc{e.reg(rc), ""};
+      e.ins("ld.shared." + st + " " + acc.v + ", [" + rd + "+" +
+            std::to_string(finalOff + off * ab) + "]");
+      if (c.arg) {
+        acc.idx = e.reg(RC::B32);
+        e.ins("ld.shared.b32 " + acc.idx + ", [" + ri + "+" +
+              std::to_string(finalIdxOff + off * 4) + "]");
       }
       groups[key] = acc;
     }
