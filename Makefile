@@ -6,7 +6,9 @@
 #   make test-gpu build + pytest -m gpu (GPU machine)
 #   make demo     build + examples/run_all.py
 #   make fuzz     build + differential fuzzing of the tile passes (SEEDS=200 START=0)
-#   make test-sanitize  C++ tests + lit under ASan/UBSan (build-asan/)
+#   make test-sanitize  C++ tests, lit and pytest (CPU) under ASan/UBSan + leaks (clang,
+#                       build-asan/)
+#   make fuzz-parser    libFuzzer on the IR parser/verifier/printer (FUZZ_SECONDS=60)
 #   make clean
 #
 # Variables: BUILD_DIR=build  JOBS=2  PYTHON=python3  CMAKE_BUILD_TYPE=Release
@@ -31,7 +33,7 @@ export TRITIUM_BUILD_DIR := $(abspath $(BUILD_DIR))
 PYPATH := PYTHONPATH=$(CURDIR)/python$${PYTHONPATH:+:$$PYTHONPATH}
 
 .PHONY: all deps configure build demo test unittest lit pytest test-gpu clean \
-        _unittest _lit _pytest fuzz test-sanitize
+        _unittest _lit _pytest fuzz test-sanitize fuzz-parser
 
 all: build
 
@@ -96,15 +98,19 @@ _pytest:
 	  $(PYPATH) $(PYTHON) -m pytest -q python/test -m "not gpu" $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 
-# The C++ tests and lit under AddressSanitizer + UndefinedBehaviorSanitizer, leaks
-# included, in build-asan/ (the Python module is not rebuilt: it would replace the
-# in-tree _C).
+# The C++ tests, lit and pytest (CPU) under AddressSanitizer + UndefinedBehaviorSanitizer,
+# leaks included: a clang build in build-asan/ whose _C goes to build-asan/python/ (the
+# in-tree _C stays).  Installs clang-14 + libclang-rt-14-dev when missing.  See
+# scripts/sanitize.sh.
 test-sanitize: deps
-	$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DTRITIUM_SANITIZE=ON -DTRITIUM_BUILD_PYTHON=OFF
-	$(CMAKE) --build build-asan -j $(JOBS) --target tritium-unittests tritium-opt
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-asan/tritium-unittests
-	UBSAN_OPTIONS=halt_on_error=1 TRITIUM_BUILD_DIR=$(abspath build-asan) $(LIT) $(LIT_ARGS) test/
+	@JOBS=$(JOBS) PYTHON=$(PYTHON) PYTEST_ARGS='$(PYTEST_ARGS)' LIT_ARGS='$(LIT_ARGS)' \
+	  bash scripts/sanitize.sh test
+
+# libFuzzer on the IR parser, verifier and printer (tools/fuzz/parse_fuzzer.cpp), in
+# build-asan/, its corpus seeded from test/**/*.tir.
+FUZZ_SECONDS ?= 60
+fuzz-parser: deps
+	@JOBS=$(JOBS) PYTHON=$(PYTHON) bash scripts/sanitize.sh fuzz $(FUZZ_SECONDS)
 
 test-gpu: build
 	@echo '+ $(PYPATH) $(PYTHON) -m pytest -q python/test -m gpu $(PYTEST_ARGS)'; \
