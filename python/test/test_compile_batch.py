@@ -257,3 +257,20 @@ def test_autotuner_does_not_batch_on_the_cpu(monkeypatch):
     out = np.zeros_like(x)
     kernel[lambda m: (tritium.cdiv(m["n"], m["BLOCK"]),)](x, x, out, 300)
     assert called == [] and np.array_equal(out, 2 * x)
+
+
+def test_autotuner_warmup_batches_too_and_forgets_what_nobody_took(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
+    import numpy as np
+    monkeypatch.setattr(cuda, "uses_gpu", lambda values: True)
+    monkeypatch.setattr(cuda, "_launch_device", lambda jit_fn, params, values: (0, []))
+    monkeypatch.setattr(cuda, "default_target", lambda device=0: "sm_90a")
+    monkeypatch.setattr(autotuner, "_on_gpu", lambda args, kwargs: True)
+    kernel = tritium.autotune(CONFIGS, key=["n"])(add_kernel)
+    x = np.zeros(4096, np.float32)
+    before = dict(cuda.compile_stats)
+    compiled = kernel.warmup(x, x, x, 4096)  # numpy arrays: the CPU executor compiles
+    assert len(compiled) == 3
+    assert cuda.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
+    assert cuda.compile_stats["precompiled_used"] == before["precompiled_used"]
+    assert kernel._batched == set() and cuda._precompiled == {}

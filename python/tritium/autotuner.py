@@ -750,13 +750,20 @@ class Autotuner(KernelInterface):
         return pruned
 
     def warmup(self, *args, grid=None, **kwargs):
-        """Compiles every config left after pruning; returns the kernels."""
+        """Compiles every config left after pruning (on the GPU in one batch
+        first, as tuning does); returns the kernels."""
         self.nargs = dict(zip(self.arg_names, args))
+        tokens = []
         try:
+            configs = self.prune_configs(kwargs)
+            tokens = self._precompile(args, kwargs, configs)
             return [self.fn.warmup(*args, grid=grid, **kwargs, **self._launch_kwargs(config))
-                    for config in self.prune_configs(kwargs)]
+                    for config in configs]
         finally:
             self.nargs = None
+            if tokens:
+                from .runtime import cuda  # noqa: PLC0415
+                self._batched.update(cuda.discard_precompiled(tokens))
 
 
 def _on_gpu(args, kwargs):
