@@ -516,7 +516,7 @@ def main():
         row.update(b)
         print(f"\nbatch compile of {b['configs']} softmax configs (sm_90a, no cache): one by one "
               f"{b['sequential_ms']:.1f} ms, in one batch {b['batch_ms']:.1f} ms "
-              f"({b['sequential_ms'] / b['batch_ms']:.2f}x faster, {b['threads']} cores)")
+              f"(speed-up {b['sequential_ms'] / b['batch_ms']:.2f}x on {b['threads']} cores)")
     except Exception as e:  # noqa: BLE001
         row.update({"ok": False, "error": str(e)[:600]})
         print(f"\nbatch compile FAILED: {e}")
