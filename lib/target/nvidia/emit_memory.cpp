@@ -438,7 +438,8 @@ void emitAtomicRMW(Emitter &e, Operation &op) {
   int site = e.accessSite(op, ptr, "atomic", eb);
   Regs res;
   for (size_t i = 0; i < pr.size(); ++i) {
-    std::string p = e.checkAccess(site, pr[i], eb, guardOf(e, mr, (int)i, owner));
+    std::string p =
+        e.checkAccess(site, pr[i], eb, guardOf(e, mr, (int)i, owner));
     std::string guard = p.empty() ? "" : "@" + p + " ";
     if (!native.empty()) {
       bool viaBits =

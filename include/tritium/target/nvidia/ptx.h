@@ -57,11 +57,11 @@ struct AccessSite {
 /// access (one per thread and vector); the one that finds it 0 writes the
 /// rest.
 struct BoundsRecordLayout {
-  static constexpr int kCount = 0;    // u32
-  static constexpr int kSite = 4;     // u32, index into accessSites
-  static constexpr int kPid = 8;      // 3 x u32: program id x, y, z
-  static constexpr int kBytes = 20;   // u32, bytes the access touches
-  static constexpr int kOffset = 24;  // s64, address - argument base
+  static constexpr int kCount = 0;   // u32
+  static constexpr int kSite = 4;    // u32, index into accessSites
+  static constexpr int kPid = 8;     // 3 x u32: program id x, y, z
+  static constexpr int kBytes = 20;  // u32, bytes the access touches
+  static constexpr int kOffset = 24; // s64, address - argument base
   static constexpr int kSize = 32;
 };
 
