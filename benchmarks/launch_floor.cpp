@@ -53,17 +53,25 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 100; ++i)
     CHECK(cuLaunchKernel(fn, 4, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr));
   CHECK(cuCtxSynchronize());
-  for (int round = 0; round < 3; ++round) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i)
-      CHECK(cuLaunchKernel(fn, 4, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr));
-    auto t1 = std::chrono::steady_clock::now();
-    CHECK(cuCtxSynchronize());
-    auto t2 = std::chrono::steady_clock::now();
-    double host = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
-    double all = std::chrono::duration<double, std::micro>(t2 - t0).count() / n;
-    std::printf("cuLaunchKernel: %.2f us/launch (host), %.2f us/launch (until the GPU finished)\n",
-                host, all);
-  }
+  CUstream own;
+  CHECK(cuStreamCreate(&own, 1 /* CU_STREAM_NON_BLOCKING */));
+  // The legacy default stream (torch's default) and a stream of our own;
+  // n launches (the queue fills: the GPU's pace) and 256 (host cost only).
+  for (CUstream s : {(CUstream) nullptr, own})
+    for (int count : {n, 256})
+      for (int round = 0; round < 3; ++round) {
+        CHECK(cuCtxSynchronize());
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < count; ++i)
+          CHECK(cuLaunchKernel(fn, 4, 1, 1, 128, 1, 1, 0, s, args, nullptr));
+        auto t1 = std::chrono::steady_clock::now();
+        CHECK(cuCtxSynchronize());
+        auto t2 = std::chrono::steady_clock::now();
+        double host = std::chrono::duration<double, std::micro>(t1 - t0).count() / count;
+        double all = std::chrono::duration<double, std::micro>(t2 - t0).count() / count;
+        std::printf("cuLaunchKernel x%d on %s: %.2f us/launch (host), %.2f us/launch (until "
+                    "the GPU finished)\n",
+                    count, s ? "a non-blocking stream" : "the legacy default stream", host, all);
+      }
   return 0;
 }

@@ -92,8 +92,9 @@ struct Call {
   size_t numParams = 0;
   PyObject *values[kMaxParams] = {};
   PyObject *options[kMaxOptions] = {};
-  uint64_t bits[kMaxParams] = {}; // ints (two's complement), bools, tensor addresses
-  double reals[kMaxParams] = {};  // floats
+  // Written by encode() for every runtime parameter before pack() reads it.
+  uint64_t bits[kMaxParams];  // ints (two's complement), bools, tensor addresses
+  double reals[kMaxParams];   // floats
   int device = -1;
   std::string key;
   std::vector<PyObject *> identity;
@@ -481,10 +482,10 @@ PyObject *fastLaunch(PyObject *, PyObject *const *args, Py_ssize_t nargsf, PyObj
         L.last.args.push_back(slots[j].bits);
       return result;
     }
-    std::shared_ptr<GpuKernel> kernel = e.kernel;
+    // The GIL stays held, as for torch's own launches: releasing and taking
+    // it back would cost more than the launch's driver call saves others.
     try {
-      py::gil_scoped_release release;
-      kernel->launch(c.device, g[0], g[1], g[2], stream, slots, n);
+      e.kernel->launch(c.device, g[0], g[1], g[2], stream, slots, n);
     } catch (...) {
       Py_DECREF(result);
       throw;

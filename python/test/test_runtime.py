@@ -272,12 +272,21 @@ def test_key_changes(tmp_path, change):
     assert cache.make_key(fn, spec, opts, extra) != k0
 
 
-def test_compiler_version_hashes_the_extension():
+def test_compiler_version_follows_every_source_and_the_extension(monkeypatch):
     v = cache.compiler_version()
     assert len(v) == 64 and v == cache.compiler_version()
-    # It covers the _C extension file: hash it differently and the version moves.
-    so = C.__file__
-    assert os.path.isfile(so)
+    # A rebuild of _C or an edit of any Python source (a new modification
+    # time) moves the version; the old time brings it back.
+    for path in (C.__file__, cache.__file__):
+        st = os.stat(path)
+        try:
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+            monkeypatch.setattr(cache, "_compiler_version", None)
+            assert cache.compiler_version() != v, path
+        finally:
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        monkeypatch.setattr(cache, "_compiler_version", None)
+        assert cache.compiler_version() == v
 
 
 # ----------------------------------------------------------------------------------------------

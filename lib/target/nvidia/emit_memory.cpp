@@ -408,7 +408,7 @@ void shareResult(Emitter &e, Operation &op, Regs res) {
   std::string base = e.scratch(op);
   std::string ty = memType(t, false), lt = memType(t, true);
   RC rc = isBool(t) ? RC::B16 : regClass(t);
-  e.barrier();
+  e.barrierBeforeScratch(op);
   std::string v = memValue(e, t, res[0]);
   e.ins("@" + e.ownerPred(t) + " st.shared." + ty + " [" + base + "], " + v);
   e.barrier();

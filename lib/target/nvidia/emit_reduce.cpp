@@ -271,7 +271,7 @@ bool emitReduce(Emitter &e, Operation &op) {
     std::string idxAddr = e.reg(RC::B32);
     if (c.arg)
       e.ins("mad.lo.s32 " + idxAddr + ", " + slot + ", 4, " + base);
-    e.barrier();
+    e.barrierBeforeScratch(op);
     for (auto &key : keyOrder) {
       int64_t off = offsetOf(key) * K;
       e.ins("st.shared." + st + " [" + addr + "+" + std::to_string(off * ab) + "], " +

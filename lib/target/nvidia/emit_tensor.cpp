@@ -91,7 +91,7 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   const gpu::LinearLayout &ls = gpu::linearOf(src), &ld = gpu::linearOf(dst);
   std::vector<int64_t> strides = gpu::rowMajorStrides(src->shape());
 
-  e.barrier(); // the previous user of the scratch is done reading
+  e.barrierBeforeScratch(op); // the previous user of the scratch is done reading
   std::string thrS = e.threadLinear(src, strides);
   std::string addrS = e.reg(RC::B32);
   e.ins("mad.lo.s32 " + addrS + ", " + thrS + ", " + std::to_string(eb) + ", " +

@@ -281,6 +281,15 @@ std::string Emitter::scratch(const Operation &op) {
   return r;
 }
 
+void Emitter::barrierBeforeScratch(const Operation &op) {
+  bool inLoop = false;
+  for (Operation *p = op.parentOp(); p && !inLoop; p = p->parentOp())
+    inLoop = p->code() == OpCode::For || p->code() == OpCode::While;
+  if (scratchUsed_ || inLoop)
+    barrier();
+  scratchUsed_ = true;
+}
+
 void Emitter::userError(const Operation &op, const std::string &msg) {
   throw UserError(msg, op.loc());
 }

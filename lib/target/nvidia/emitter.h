@@ -94,6 +94,10 @@ public:
   /// The shared-memory scratch of `op` (a .u32 shared address register).
   std::string scratch(const Operation &op);
   void barrier() { ins("bar.sync 0"); }
+  /// The barrier before `op` writes its shared-memory scratch, so that the
+  /// previous user has finished reading it. Left out for the kernel's first
+  /// scratch user when it is in no loop (nothing can have used it before).
+  void barrierBeforeScratch(const Operation &op);
 
   // ---- emission -------------------------------------------------------------
   void emitBlock(Block &b);
@@ -130,6 +134,7 @@ private:
   std::string tid_, lane_, warp_;
   std::map<std::string, std::string> threadLinearCache_, ownerCache_;
   std::string smemBase_;
+  bool scratchUsed_ = false; // some op before (in emission order) used the scratch
   std::map<int, std::string> extents_;
   std::string record_;
   std::string extent(int param);
