@@ -264,6 +264,94 @@ def test_bounds_error_without_source():
     assert "byte offset 4098 of argument 'x_ptr', which reaches 4098 bytes;" in str(e)
 
 
+class _FakeStorage:
+    def __init__(self, address, nbytes):
+        self._address, self._nbytes = address, nbytes
+
+    def data_ptr(self):
+        return self._address
+
+    def nbytes(self):
+        return self._nbytes
+
+
+class _FakeTensor:
+    """Just enough of a torch tensor for _launch_debug (no GPU, no torch)."""
+
+    live = {}
+
+    def __init__(self, nbytes, address=None, storage=None):
+        self.data = bytearray(nbytes)
+        self.address = address if address is not None else 0x10000 + 64 * len(self.live)
+        self.storage = storage or _FakeStorage(self.address, nbytes)
+        _FakeTensor.live[self.address] = self
+
+    def data_ptr(self):
+        return self.address
+
+    def untyped_storage(self):
+        return self.storage
+
+    def cpu(self):
+        return self
+
+    def tolist(self):
+        return list(self.data)
+
+
+def test_launch_debug_flow(monkeypatch):
+    """_launch_debug end to end with a fake torch, driver and kernel: the
+    extents it passes, the record it reads and the error it raises."""
+    import sys  # noqa: PLC0415
+    import types  # noqa: PLC0415
+    from tritium.runtime.launcher import PointerArg  # noqa: PLC0415
+
+    fake = types.ModuleType("torch")
+    fake.Tensor = _FakeTensor
+    fake.uint8 = "uint8"
+    fake.zeros = lambda n, dtype, device: _FakeTensor(n)
+    fake.cuda = types.SimpleNamespace(synchronize=lambda device: None)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr(cuda, "load_C", lambda: types.SimpleNamespace(synchronize=lambda d: None))
+
+    launched = []
+
+    class FakeGpuKernel:
+        def launch(self, gx, gy, gz, stream, device, args, check_pointers):
+            launched.append(((gx, gy, gz), list(args)))
+            record = _FakeTensor.live[args[-1]]
+            record.data[:] = _record(2, 1, (5, 1, 0), 16, 8176)
+
+    class FakeKernel:
+        name = "k"
+        metadata = _metadata(__file__, _line_of("# ADD-LOAD-X"), 9)
+        metadata["bounds_check"]["record_bytes"] = 32
+
+        def gpu_kernel(self):
+            return FakeGpuKernel()
+
+    # x: a view 256 bytes into a 8448-byte storage; out: 8184 bytes of its own.
+    base = _FakeTensor(8448)
+    x = _FakeTensor(0, address=base.address + 256, storage=base.storage)
+    out = _FakeTensor(8184)
+    values = [PointerArg(None, x.address, 8000, "cuda", x),
+              PointerArg(None, out.address, 8184, "cuda", out), 77]
+    args = [x.address, out.address, 77]
+    with pytest.raises(cuda.OutOfBoundsError) as info:
+        cuda._launch_debug(FakeKernel(), (6, 2, 1), args, values, 0, 0, False)
+    grid, passed = launched[0]
+    assert grid == (6, 2, 1)
+    assert passed[:3] == args and passed[3:6] == [8192, 8184, 0]
+    e = info.value
+    assert (e.kind, e.argument, e.offset, e.extent, e.program_id, e.count) == (
+        "store", "out_ptr", 8184, 8184, (5, 1, 0), 2)
+    # Addresses instead of tensors (GPUKernel.launch): extents unknown.
+    launched.clear()
+    with pytest.raises(cuda.OutOfBoundsError):
+        cuda._launch_debug(FakeKernel(), (1, 1, 1), args, None, 0, 0, False)
+    assert launched[0][1][3:6] == [cuda.UNKNOWN_EXTENT, cuda.UNKNOWN_EXTENT, 0]
+
+
 # ----------------------------------------------------------------------------------------------
 # GPU
 
