@@ -6,6 +6,7 @@
 #   make test-gpu build + pytest -m gpu (GPU machine)
 #   make demo     build + examples/run_all.py
 #   make fuzz     build + differential fuzzing of the tile passes (SEEDS=200 START=0)
+#   make fuzz-mutate  build + mutated sources/IR must fail cleanly (SEEDS=200 START=0)
 #   make test-sanitize  C++ tests, lit and pytest (CPU) under ASan/UBSan + leaks (clang,
 #                       build-asan/)
 #   make fuzz-parser    libFuzzer on the IR parser/verifier/printer (FUZZ_SECONDS=60)
@@ -33,7 +34,7 @@ export TRITIUM_BUILD_DIR := $(abspath $(BUILD_DIR))
 PYPATH := PYTHONPATH=$(CURDIR)/python$${PYTHONPATH:+:$$PYTHONPATH}
 
 .PHONY: all deps configure build demo test unittest lit pytest test-gpu clean \
-        _unittest _lit _pytest fuzz test-sanitize fuzz-parser
+        _unittest _lit _pytest fuzz fuzz-mutate test-sanitize fuzz-parser
 
 all: build
 
@@ -62,6 +63,12 @@ SEEDS ?= 200
 START ?= 0
 fuzz: build
 	$(PYPATH) $(PYTHON) tools/fuzz/kernel_fuzz.py --seeds $(SEEDS) --start $(START)
+
+# Mutated kernel sources and IR text into the frontend, _C and tritium-opt: nothing may crash,
+# hang or escape without a located error (tools/fuzz/mutate_fuzz.py; SEEDS inputs per kind,
+# findings minimised into fuzz-findings/).
+fuzz-mutate: build
+	$(PYPATH) $(PYTHON) tools/fuzz/mutate_fuzz.py --seeds $(SEEDS) --start $(START)
 
 # Each test step has a build-free variant (_unittest, _lit, _pytest) so that
 # `make test` builds once and then runs them in order.

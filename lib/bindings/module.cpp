@@ -29,8 +29,18 @@ PyObject *makeException(py::module_ &m, const char *name, const char *doc) {
   return t;
 }
 
+/// A Python str of text that may not be valid UTF-8 (a message quoting the
+/// bytes of a malformed input): bad bytes become \xNN escapes instead of a
+/// UnicodeDecodeError raised in place of the error being reported.
+py::str lenientStr(const std::string &s) {
+  PyObject *o = PyUnicode_DecodeUTF8(s.data(), (Py_ssize_t)s.size(), "backslashreplace");
+  if (!o)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
 void raiseWithLoc(PyObject *type, const char *msg, const Location &loc) {
-  py::tuple args = py::make_tuple(msg, loc.file, loc.line, loc.col);
+  py::tuple args = py::make_tuple(lenientStr(msg), lenientStr(loc.file), loc.line, loc.col);
   PyErr_SetObject(type, args.ptr());
 }
 
@@ -87,7 +97,7 @@ void bindTools(py::module_ &m) {
     } catch (const ExecutionError &e) {
       raiseWithLoc(executionErrorType, e.what(), e.loc);
     } catch (const InternalError &e) {
-      PyErr_SetObject(internalErrorType, py::make_tuple(e.what()).ptr());
+      PyErr_SetObject(internalErrorType, py::make_tuple(lenientStr(e.what())).ptr());
     }
   });
 

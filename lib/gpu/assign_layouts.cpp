@@ -404,6 +404,15 @@ void convertToGPU(Module &m, int numWarps, PassStats &stats) {
       throw UserError("num_warps must be a power of two from 1 to 32, found " +
                           std::to_string(nw),
                       f.loc());
+    // Layouts are chosen per function: a call would pass tensors across with
+    // layouts nobody agreed on. The pipeline inlines every call first.
+    f.walk([&](Operation *op) {
+      if (op->code() == OpCode::Call)
+        throw UserError("convert-to-gpu needs every call inlined first (run "
+                        "the inline pass): found '" +
+                            std::string(op->name()) + "'",
+                        op->loc());
+    });
     f.attrs()["num_warps"] = int64_t(nw);
     Assigner a(f, nw, stats);
     a.collect(f.entry());
@@ -411,6 +420,13 @@ void convertToGPU(Module &m, int numWarps, PassStats &stats) {
     a.assign();
     a.apply();
     a.reconcile();
+    // A function that returns tensors returns them in the layouts they got.
+    Block &entry = f.entry();
+    if (!entry.ops().empty() && entry.ops().back()->code() == OpCode::Return) {
+      Operation *ret = entry.ops().back().get();
+      for (size_t i = 0; i < ret->numOperands() && i < f.resultTypes().size(); ++i)
+        f.resultTypes()[i] = ret->operand((unsigned)i)->type();
+    }
   }
 }
 

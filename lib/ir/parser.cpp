@@ -14,6 +14,7 @@
 
 #include "text_internal.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -63,19 +64,31 @@ public:
 private:
   // ---- characters and errors ------------------------------------------------
 
-  [[noreturn]] void errorAt(size_t at, const std::string &msg) const {
-    int line = 1, col = 1;
-    for (size_t i = 0; i < at && i < src_.size(); ++i) {
-      if (src_[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
+  /// The file:line:col of a position in the text (1-based).
+  Location locationOf(size_t at) {
+    if (lineStarts_.empty()) {
+      lineStarts_.push_back(0);
+      for (size_t i = 0; i < src_.size(); ++i)
+        if (src_[i] == '\n')
+          lineStarts_.push_back(i + 1);
     }
+    at = std::min(at, src_.size());
+    size_t line = std::upper_bound(lineStarts_.begin(), lineStarts_.end(), at) -
+                  lineStarts_.begin();
+    return Location{file_, (int)line, (int)(at - lineStarts_[line - 1]) + 1};
+  }
+
+  [[noreturn]] void errorAt(size_t at, const std::string &msg) {
     // The message is bare; the location travels in IRError::loc and the
     // reporter (tritium-opt, the Python layer) prints `file:line:col: error:`.
-    throw IRError(msg, Location{file_, line, col});
+    throw IRError(msg, locationOf(at));
+  }
+
+  /// The location of an op or function written without `loc(...)`.
+  Location implicitLocation(size_t at) {
+    Location loc = locationOf(at);
+    loc.implicit = true;
+    return loc;
   }
   [[noreturn]] void error(const std::string &msg) {
     skipWs();
@@ -139,9 +152,16 @@ private:
       end = pos_ + 1;
       while (end < src_.size() && isIdentChar(src_[end]))
         ++end;
+    } else if ((unsigned char)c >= 0x80) {
+      // The whole UTF-8 sequence: half a character is not text.
+      end = pos_ + 1;
+      while (end < src_.size() && ((unsigned char)src_[end] & 0xC0) == 0x80)
+        ++end;
     } else {
       end = pos_ + 1;
     }
+    if ((unsigned char)c < 0x20 || c == 0x7f)
+      return "byte " + text::quote(std::string(1, c));
     return "'" + src_.substr(pos_, end - pos_) + "'";
   }
 
@@ -639,6 +659,8 @@ private:
     Location loc;
     if (consumeIf("loc"))
       loc = parseLoc();
+    if (!loc.known())
+      loc = implicitLocation(resNames.empty() ? namePos : resNames[0].second);
 
     auto op = Operation::create(code, operands, types, std::move(attrs), loc,
                                 (unsigned)regions.size());
@@ -734,6 +756,7 @@ private:
   // ---- functions ------------------------------------------------------------
 
   void parseFunction(Module &m) {
+    size_t funcPos = (skipWs(), pos_);
     if (!consumeIf("tt.func"))
       error("expected 'tt.func', found " + describeNext());
     expect('@', "before the function name");
@@ -807,14 +830,17 @@ private:
     expect('{', "to start the function body");
     parseBlocks(f->body(), &entry);
     scopes_.clear();
+    Location loc;
     if (consumeIf("loc"))
-      f->setLoc(parseLoc());
+      loc = parseLoc();
+    f->setLoc(loc.known() ? loc : implicitLocation(funcPos));
   }
 
   const std::string &src_;
   std::string file_;
   size_t pos_ = 0;
   std::vector<Scope> scopes_;
+  std::vector<size_t> lineStarts_; // offsets of the lines, built on demand
 };
 
 } // namespace

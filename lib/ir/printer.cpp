@@ -313,7 +313,7 @@ public:
     out_ += " {\n";
     printBlocks(f.body(), 0, /*entryArgsInSignature=*/true);
     out_ += "}";
-    if (opts_.printLocations && f.loc().known())
+    if (opts_.printLocations && f.loc().known() && !f.loc().implicit)
       out_ += " " + locText(f.loc());
     out_ += "\n";
   }
@@ -347,7 +347,7 @@ public:
         out_ += std::string(indent, ' ') + "}";
       }
     }
-    if (opts_.printLocations && op.loc().known())
+    if (opts_.printLocations && op.loc().known() && !op.loc().implicit)
       out_ += " " + locText(op.loc());
     if (!elide_)
       out_ += "\n";

@@ -37,6 +37,10 @@ struct Location {
   std::string file;
   int line = 0;
   int col = 0;
+  /// A position in the IR text an op was parsed from, given to ops written
+  /// without `loc(...)` so that the verifier's and the passes' errors still
+  /// point at a line; the printer omits it (the text round-trips).
+  bool implicit = false;
   bool known() const { return line > 0; }
   /// `"file.py":12:5`, or `unknown`.
   std::string str() const;
