@@ -17,6 +17,8 @@
 // argmax/argmin keep the first index of the extreme value, NaN ignored.
 #include "emitter.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 
 namespace tritium::nvidia {
@@ -153,6 +155,17 @@ struct ReduceCtx {
 
 } // namespace
 
+// Up to this many warps along the axis, every thread reads all partials
+// (stage B'); beyond, the butterfly (stage B). TRITIUM_REDUCE_READ_ALL_MAX_K
+// overrides it for experiments.
+int64_t readAllMaxK() {
+  static const int64_t k = [] {
+    const char *v = std::getenv("TRITIUM_REDUCE_READ_ALL_MAX_K");
+    return v ? std::atoll(v) : int64_t(4);
+  }();
+  return k;
+}
+
 bool emitReduce(Emitter &e, Operation &op) {
   if (op.code() != OpCode::Reduce)
     return false;
@@ -281,78 +294,115 @@ bool emitReduce(Emitter &e, Operation &op) {
               groups[key].idx);
     }
     e.barrier();
-    // B. Thread t combines the K partials of element t / K with K-1
-    //    butterfly steps among K consecutive lanes (K <= 32 divides 32);
-    //    lane t % K == 0 writes the result. Rounds of all threads while
-    //    partials remain; a round's invalid lanes come in whole groups.
-    int64_t T = int64_t(e.numWarps) * 32;
-    int log2K = 0;
-    while ((int64_t(1) << log2K) < K)
-      ++log2K;
-    for (int64_t r0 = 0; r0 < P; r0 += T) {
-      std::string t = e.reg(RC::B32);
-      e.ins("add.s32 " + t + ", " + e.tid() + ", " + std::to_string(r0));
-      std::string valid;
-      if (r0 + T > P) {
-        valid = e.reg(RC::Pred);
-        e.ins("setp.lt.u32 " + valid + ", " + t + ", " + std::to_string(P));
-      }
-      std::string pfx = valid.empty() ? "" : "@" + valid + " ";
-      std::string a = e.reg(RC::B32);
-      e.ins("mad.lo.s32 " + a + ", " + t + ", " + std::to_string(ab) + ", " + base);
-      Acc p{e.reg(rc), ""};
-      if (!valid.empty())
-        e.ins("mov." + std::string(ab == 8 ? "b64 " : "b32 ") + p.v + ", 0");
-      e.ins(pfx + "ld.shared." + st + " " + p.v + ", [" + a + "]");
-      std::string ai;
-      if (c.arg) {
-        ai = e.reg(RC::B32);
-        e.ins("mad.lo.s32 " + ai + ", " + t + ", 4, " + base);
-        p.idx = e.reg(RC::B32);
-        if (!valid.empty())
-          e.ins("mov.b32 " + p.idx + ", 0");
-        e.ins(pfx + "ld.shared.b32 " + p.idx + ", [" + ai + "+" + std::to_string(idxOff) + "]");
-      }
-      for (int64_t m = 1; m < K; m <<= 1) {
-        Acc o{c.shuffle(p.v, rc, (int)m), ""};
+    if (K <= readAllMaxK()) {
+      // B'. Few warps: every thread reads the K partials of each element
+      //     it holds (contiguous: vector loads) and combines them in warp
+      //     order. One barrier fewer than the butterfly; K more registers.
+      std::string rd = e.reg(RC::B32), ri = e.reg(RC::B32);
+      e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(K * ab) + ", " + base);
+      if (c.arg)
+        e.ins("mad.lo.s32 " + ri + ", " + thrOut + ", " + std::to_string(K * 4) + ", " + base);
+      int64_t vec = ab == 4 ? std::min<int64_t>(K, 4) : 1;
+      for (auto &key : keyOrder) {
+        int64_t off = offsetOf(key) * K;
+        std::vector<Acc> parts(K);
+        for (int64_t k = 0; k < K; k += vec) {
+          std::string dst;
+          for (int64_t j = 0; j < vec; ++j) {
+            parts[k + j].v = e.reg(rc);
+            dst += (j ? ", " : "") + parts[k + j].v;
+          }
+          std::string at = "[" + rd + "+" + std::to_string((off + k) * ab) + "]";
+          if (vec == 1)
+            e.ins("ld.shared." + st + " " + dst + ", " + at);
+          else
+            e.ins("ld.shared.v" + std::to_string(vec) + "." + st + " {" + dst + "}, " + at);
+        }
         if (c.arg)
-          o.idx = c.shuffle(p.idx, RC::B32, (int)m);
-        p = c.combine(p, o);
+          for (int64_t k = 0; k < K; ++k) {
+            parts[k].idx = e.reg(RC::B32);
+            e.ins("ld.shared.b32 " + parts[k].idx + ", [" + ri + "+" +
+                  std::to_string(idxOff + (off + k) * 4) + "]");
+          }
+        Acc acc = parts[0];
+        for (int64_t k = 1; k < K; ++k)
+          acc = c.combine(acc, parts[k]);
+        groups[key] = acc;
       }
-      std::string low = e.reg(RC::B32), first = e.reg(RC::Pred), elem = e.reg(RC::B32),
-                  fa = e.reg(RC::B32);
-      e.ins("and.b32 " + low + ", " + t + ", " + std::to_string(K - 1));
-      e.ins("setp.eq.u32 " + first + ", " + low + ", 0");
-      if (!valid.empty())
-        e.ins("and.pred " + first + ", " + first + ", " + valid);
-      e.ins("shr.u32 " + elem + ", " + t + ", " + std::to_string(log2K));
-      e.ins("mad.lo.s32 " + fa + ", " + elem + ", " + std::to_string(ab) + ", " + base);
-      e.ins("@" + first + " st.shared." + st + " [" + fa + "+" + std::to_string(finalOff) +
-            "], " + p.v);
-      if (c.arg) {
-        std::string fi = e.reg(RC::B32);
-        e.ins("mad.lo.s32 " + fi + ", " + elem + ", 4, " + base);
-        e.ins("@" + first + " st.shared.b32 [" + fi + "+" + std::to_string(finalIdxOff) +
-              "], " + p.idx);
+    } else {
+      // B. Thread t combines the K partials of element t / K with K-1
+      //    butterfly steps among K consecutive lanes (K <= 32 divides 32);
+      //    lane t % K == 0 writes the result. Rounds of all threads while
+      //    partials remain; a round's invalid lanes come in whole groups.
+      int64_t T = int64_t(e.numWarps) * 32;
+      int log2K = 0;
+      while ((int64_t(1) << log2K) < K)
+        ++log2K;
+      for (int64_t r0 = 0; r0 < P; r0 += T) {
+        std::string t = e.reg(RC::B32);
+        e.ins("add.s32 " + t + ", " + e.tid() + ", " + std::to_string(r0));
+        std::string valid;
+        if (r0 + T > P) {
+          valid = e.reg(RC::Pred);
+          e.ins("setp.lt.u32 " + valid + ", " + t + ", " + std::to_string(P));
+        }
+        std::string pfx = valid.empty() ? "" : "@" + valid + " ";
+        std::string a = e.reg(RC::B32);
+        e.ins("mad.lo.s32 " + a + ", " + t + ", " + std::to_string(ab) + ", " + base);
+        Acc p{e.reg(rc), ""};
+        if (!valid.empty())
+          e.ins("mov." + std::string(ab == 8 ? "b64 " : "b32 ") + p.v + ", 0");
+        e.ins(pfx + "ld.shared." + st + " " + p.v + ", [" + a + "]");
+        std::string ai;
+        if (c.arg) {
+          ai = e.reg(RC::B32);
+          e.ins("mad.lo.s32 " + ai + ", " + t + ", 4, " + base);
+          p.idx = e.reg(RC::B32);
+          if (!valid.empty())
+            e.ins("mov.b32 " + p.idx + ", 0");
+          e.ins(pfx + "ld.shared.b32 " + p.idx + ", [" + ai + "+" + std::to_string(idxOff) + "]");
+        }
+        for (int64_t m = 1; m < K; m <<= 1) {
+          Acc o{c.shuffle(p.v, rc, (int)m), ""};
+          if (c.arg)
+            o.idx = c.shuffle(p.idx, RC::B32, (int)m);
+          p = c.combine(p, o);
+        }
+        std::string low = e.reg(RC::B32), first = e.reg(RC::Pred), elem = e.reg(RC::B32),
+                    fa = e.reg(RC::B32);
+        e.ins("and.b32 " + low + ", " + t + ", " + std::to_string(K - 1));
+        e.ins("setp.eq.u32 " + first + ", " + low + ", 0");
+        if (!valid.empty())
+          e.ins("and.pred " + first + ", " + first + ", " + valid);
+        e.ins("shr.u32 " + elem + ", " + t + ", " + std::to_string(log2K));
+        e.ins("mad.lo.s32 " + fa + ", " + elem + ", " + std::to_string(ab) + ", " + base);
+        e.ins("@" + first + " st.shared." + st + " [" + fa + "+" + std::to_string(finalOff) +
+              "], " + p.v);
+        if (c.arg) {
+          std::string fi = e.reg(RC::B32);
+          e.ins("mad.lo.s32 " + fi + ", " + elem + ", 4, " + base);
+          e.ins("@" + first + " st.shared.b32 [" + fi + "+" + std::to_string(finalIdxOff) +
+                "], " + p.idx);
+        }
       }
-    }
-    e.barrier();
-    // C. Every thread reads the results of the elements it holds.
-    std::string rd = e.reg(RC::B32), ri = e.reg(RC::B32);
-    e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(ab) + ", " + base);
-    if (c.arg)
-      e.ins("mad.lo.s32 " + ri + ", " + thrOut + ", 4, " + base);
-    for (auto &key : keyOrder) {
-      int64_t off = offsetOf(key);
-      Acc acc{e.reg(rc), ""};
-      e.ins("ld.shared." + st + " " + acc.v + ", [" + rd + "+" +
-            std::to_string(finalOff + off * ab) + "]");
-      if (c.arg) {
-        acc.idx = e.reg(RC::B32);
-        e.ins("ld.shared.b32 " + acc.idx + ", [" + ri + "+" +
-              std::to_string(finalIdxOff + off * 4) + "]");
+      e.barrier();
+      // C. Every thread reads the results of the elements it holds.
+      std::string rd = e.reg(RC::B32), ri = e.reg(RC::B32);
+      e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(ab) + ", " + base);
+      if (c.arg)
+        e.ins("mad.lo.s32 " + ri + ", " + thrOut + ", 4, " + base);
+      for (auto &key : keyOrder) {
+        int64_t off = offsetOf(key);
+        Acc acc{e.reg(rc), ""};
+        e.ins("ld.shared." + st + " " + acc.v + ", [" + rd + "+" +
+              std::to_string(finalOff + off * ab) + "]");
+        if (c.arg) {
+          acc.idx = e.reg(RC::B32);
+          e.ins("ld.shared.b32 " + acc.idx + ", [" + ri + "+" +
+                std::to_string(finalIdxOff + off * 4) + "]");
+        }
+        groups[key] = acc;
       }
-      groups[key] = acc;
     }
   }
 
