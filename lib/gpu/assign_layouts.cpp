@@ -125,6 +125,12 @@ struct Assigner {
       case OpCode::Trans:
         edges.push_back({EdgeKind::Trans, &op, op.operand(0), op.result(0)});
         break;
+      case OpCode::Dot:
+        // The accumulator and the result are one tile (the verifier wants one
+        // type); the operands a and b are free.
+        if (op.numOperands() > 2)
+          uf.unite(op.operand(2), op.result(0));
+        break;
       case OpCode::For: {
         Block &body = op.region(0).front();
         Operation *y = body.terminator();

@@ -37,6 +37,7 @@ import json
 import os
 import re
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,7 @@ sys.path.insert(0, HERE)
 HEADER = "import tritium as triton\nimport tritium.language as tl\n\n"
 
 # Findings (bugs) and the outcomes that are fine.
-OK_KINDS = ("ok", "error", "invalid")
+OK_KINDS = ("ok", "error", "invalid", "unverified")
 
 # ---------------------------------------------------------------------------------------------
 # Seeds: Python kernels
@@ -513,7 +514,7 @@ class Worker:
         self.out.write(json.dumps({"phase": name}) + "\n")
         self.out.flush()
 
-    def run_src(self, src, dtype):
+    def run_src(self, src, dtype, ptx=False):
         import importlib.util  # noqa: PLC0415
 
         import tritium  # noqa: PLC0415
@@ -532,7 +533,7 @@ class Worker:
             args, kwargs = make_args(kernel, np.dtype(dtype))
             values = kernel._bind(tuple(args), dict(kwargs))
             kernel._key(values)
-        except Exception as e:  # noqa: BLE001 - not valid Python, or the launch does not bind
+        except BaseException as e:  # noqa: BLE001 - not valid Python, or the launch does not bind
             return "invalid", _exc(e)
         self.phase("compile")
         try:
@@ -545,6 +546,10 @@ class Worker:
             return "error", e.message
         except BaseException as e:  # noqa: BLE001 - the finding
             return "exception", _exc(e)
+        if ptx:
+            res = self.run_ptx(tritium, kernel, args, kwargs)
+            if res is not None:
+                return res
         self.phase("run")
         try:
             kernel[(1,)](*args, **kwargs)
@@ -553,6 +558,33 @@ class Worker:
         except BaseException as e:  # noqa: BLE001
             return "exception", "at launch: " + _exc(e)
         return "ok", ""
+
+    def run_ptx(self, tritium, kernel, args, kwargs):
+        """tritium.compile for sm_90a (GPU passes and PTX; no GPU needed): None when it compiles
+        or fails with a located CompilationError, else the finding."""
+        names = {np.dtype(np.float32): "*fp32", np.dtype(np.float16): "*fp16",
+                 np.dtype(np.float64): "*fp64", np.dtype(np.int32): "*i32",
+                 np.dtype(np.int64): "*i64"}
+        signature, constexprs, it = {}, dict(kwargs), iter(args)
+        for p in kernel.params:
+            if p.is_constexpr or (p.default is not inspect.Parameter.empty and p.name not in kwargs
+                                  and not isinstance(p.default, bool)):
+                if p.name not in constexprs and p.default is not inspect.Parameter.empty:
+                    constexprs[p.name] = p.default
+                continue
+            a = next(it)
+            signature[p.name] = names[a.dtype] if isinstance(a, np.ndarray) else "i32"
+        try:
+            tritium.compile(kernel, signature=signature, constexprs=constexprs, target="sm_90a",
+                            use_cache=False)
+        except tritium.CompilationError as e:
+            if not _located(e.file, e.line):
+                return "no-location", f"tritium.compile: CompilationError without a location: {e}"
+            if e.message.startswith("internal error"):
+                return "internal", f"tritium.compile: {e.message} (at line {e.line})"
+        except BaseException as e:  # noqa: BLE001
+            return "exception", "tritium.compile: " + _exc(e)
+        return None
 
     def run_ir(self, text, passes):
         from tritium import _C  # noqa: PLC0415
@@ -590,7 +622,7 @@ class Worker:
             req = json.loads(line)
             try:
                 if req["kind"] == "src":
-                    res = self.run_src(req["input"], req["dtype"])
+                    res = self.run_src(req["input"], req["dtype"], req.get("ptx", False))
                 elif req["kind"] == "ir":
                     res = self.run_ir(req["input"], req["passes"])
                 else:
@@ -631,8 +663,9 @@ class WorkerProcess:
             self.proc.wait()
             self.proc = None
 
-    def request(self, req, timeout):
-        """(outcome, detail). Crashes and hangs restart the worker."""
+    def request(self, req, timeout, phase="compile"):
+        """(outcome, detail). Crashes and hangs restart the worker. `phase`: what the worker does
+        until it reports another phase."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         try:
@@ -641,7 +674,6 @@ class WorkerProcess:
         except BrokenPipeError:
             return self._died()
         deadline = time.time() + timeout
-        phase = "compile"
         fd = self.proc.stdout.fileno()
         while True:
             while b"\n" not in self.buf:
@@ -650,6 +682,8 @@ class WorkerProcess:
                     self.stop()
                     if phase == "run":  # a mutated kernel may loop for long: no compiler bug
                         return "invalid", "the launch ran past the timeout"
+                    if phase == "import":  # the module's own code loops (`while True: pass`)
+                        return "invalid", "importing the mutated module ran past the timeout"
                     return "hang", f"no answer within {timeout:.0f}s ({phase})"
                 ready, _, _ = select.select([fd], [], [], left)
                 if not ready:
@@ -681,8 +715,22 @@ class WorkerProcess:
 OPT_DIAG = re.compile(r"^\S.*:\d+:\d+: error: ", re.M)
 
 
-def run_opt(text, flags, timeout, tmpdir):
-    binary = os.environ.get("TRITIUM_OPT", os.path.join(ROOT, "build", "tritium-opt"))
+def opt_binary(tmpdir):
+    """A private copy of tritium-opt (TRITIUM_OPT, else $TRITIUM_BUILD_DIR or build/), so that a
+    rebuild in the same tree while the fuzzer runs does not pull the binary from under it."""
+    build = os.environ.get("TRITIUM_BUILD_DIR") or os.path.join(ROOT, "build")
+    src = os.environ.get("TRITIUM_OPT") or os.path.join(build, "tritium-opt")
+    dst = os.path.join(tmpdir, "tritium-opt")
+    for _ in range(60):
+        try:
+            shutil.copy2(src, dst)
+            return dst
+        except OSError:  # being relinked: wait for it
+            time.sleep(1)
+    raise RuntimeError(f"cannot copy {src}")
+
+
+def run_opt(text, flags, timeout, tmpdir, binary):
     path = os.path.join(tmpdir, "input.tir")
     with open(path, "w", errors="surrogateescape") as f:
         f.write(text)
@@ -695,11 +743,15 @@ def run_opt(text, flags, timeout, tmpdir):
         return "crash", f"exit status {p.returncode}: {err[-300:]}"
     if p.returncode == 0:
         return "ok", ""
+    first = next((ln for ln in err.splitlines() if "error:" in ln), err.strip()[:300])
+    first = first.replace(path, "input.tir")
     if "internal error" in err:
-        return "internal", err.strip()[-400:]
+        if "--no-verify" in flags:  # passes assume verified IR; an error (not a crash) is fair
+            return "unverified", first
+        return "internal", first
     if not OPT_DIAG.search(err):
-        return "no-location", err.strip()[-400:]
-    return "error", err.strip()[:200]
+        return "no-location", first
+    return "error", first[:200]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -716,7 +768,8 @@ def pick_passes(rng, all_passes, default):
 
 
 class Fuzzer:
-    def __init__(self, timeout, out_dir, quiet):
+    def __init__(self, timeout, out_dir, quiet, ptx=False):
+        self.ptx = ptx
         self.timeout = timeout
         self.out_dir = out_dir
         self.quiet = quiet
@@ -724,6 +777,7 @@ class Fuzzer:
         self.tmpdir = tempfile.mkdtemp(prefix="tritium-mutate-opt-")
         self.ir_seeds = None
         self.vocab = None
+        self.opt = None
         self.counts = {}
         self.findings = []
         from tritium import _C  # noqa: PLC0415
@@ -737,13 +791,15 @@ class Fuzzer:
 
     def evaluate(self, kind, text, extra):
         if kind == "src":
-            return self.worker.request({"kind": "src", "input": text, "dtype": extra},
-                                       self.timeout)
+            return self.worker.request({"kind": "src", "input": text, "dtype": extra,
+                                        "ptx": self.ptx}, self.timeout, "import")
         if kind == "ir":
             return self.worker.request({"kind": "ir", "input": text, "passes": extra},
                                        self.timeout)
         if kind == "opt":
-            return run_opt(text, extra, self.timeout, self.tmpdir)
+            if self.opt is None:
+                self.opt = opt_binary(self.tmpdir)
+            return run_opt(text, extra, self.timeout, self.tmpdir, self.opt)
         return self.worker.request({"kind": kind, "input": text}, self.timeout)
 
     def make_input(self, kind, seed):
@@ -860,6 +916,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--out", default=os.path.join(os.getcwd(), "fuzz-findings"))
     ap.add_argument("--no-minimise", action="store_true")
+    ap.add_argument("--ptx", action="store_true",
+                    help="src: also tritium.compile each kernel for sm_90a (GPU passes, PTX)")
     ap.add_argument("-q", "--quiet", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -868,7 +926,7 @@ def main(argv=None):
         return 0
     kinds = ["src", "ir", "opt"] if args.kind == "all" else [args.kind]
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.seeds)
-    fz = Fuzzer(args.timeout, args.out, args.quiet)
+    fz = Fuzzer(args.timeout, args.out, args.quiet, args.ptx)
     t0 = time.time()
     try:
         for kind in kinds:
