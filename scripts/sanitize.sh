@@ -12,12 +12,13 @@
 # Its _C module goes to build-asan/python/tritium/, beside a copy of the Python package: the
 # in-tree python/tritium/_C*.so of the normal build is never touched.  pytest runs with
 # clang's ASan runtime in LD_PRELOAD and PYTHONMALLOC=malloc (so that LeakSanitizer sees the
-# Python objects that own C++ ones); scripts/lsan-python.supp silences leaks that CPython,
-# numpy and torch make on their own.
+# Python objects that own C++ ones), torch included; scripts/lsan-python.supp silences the
+# Python objects that the interpreter and extensions keep until exit.  Test subprocesses
+# inherit the preload; those that put the source tree's python/ first on their path load the
+# normal _C under it.
 #
 # Environment: ASAN_BUILD_DIR=build-asan  JOBS=2  PYTHON=python3  PYTEST_ARGS  LIT_ARGS
 #              TRITIUM_SKIP_DEPS=1 (no apt)   TRITIUM_SANITIZE_CLANG=N (use clang-N)
-#              TRITIUM_SANITIZE_TORCH=0 (pytest as if torch were absent)
 #              FUZZ_ARGS (more libFuzzer flags)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -158,7 +159,6 @@ cmd_test() {
     LSAN_OPTIONS="suppressions=$ROOT/scripts/lsan-python.supp:print_suppressions=0"
     TRITIUM_CACHE_DIR="$B/cache"
   )
-  [[ ${TRITIUM_SANITIZE_TORCH:-1} == 0 ]] && pyenv+=(TRITIUM_SKIP_TORCH_TESTS=1)
   rm -rf "$B/cache"
   # The interpreter itself, not a wrapper script (pyenv's shim is bash, which leaks).
   local py
@@ -187,14 +187,23 @@ cmd_fuzz() {
   local corpus=$B/fuzz/parse-corpus seeds=$B/fuzz/parse-seeds
   rm -rf "$seeds"
   mkdir -p "$corpus" "$seeds" "$B/fuzz/artifacts"
-  # One seed per file and per `// -----` chunk of a file.
-  "$PYTHON" - "$seeds" <<'EOF'
+  # One seed per file and per `// -----` chunk of a file, and a dictionary of the words
+  # and punctuation of those files, so that mutations splice in real tokens.
+  "$PYTHON" - "$seeds" "$B/fuzz/parse.dict" <<'EOF'
 import hashlib, pathlib, re, sys
-out = pathlib.Path(sys.argv[1])
+out, dict_path = pathlib.Path(sys.argv[1]), sys.argv[2]
+words = set()
 for f in sorted(pathlib.Path("test").rglob("*.tir")):
-    for chunk in re.split(r"(?m)^// -----\s*$", f.read_text()):
+    text = f.read_text()
+    for chunk in re.split(r"(?m)^// -----\s*$", text):
         if chunk.strip():
             (out / hashlib.sha1(chunk.encode()).hexdigest()).write_text(chunk)
+    for line in text.splitlines():
+        if not line.lstrip().startswith("//"):
+            words.update(re.findall(r"[#!%^]?[A-Za-z_][A-Za-z0-9_.]*|->|[<>{}()\[\],:=]", line))
+with open(dict_path, "w") as d:
+    for w in sorted(words):
+        d.write('"%s"\n' % w)
 EOF
   log "corpus: $(ls "$seeds" | wc -l) seeds from test/**/*.tir"
   # Leak checks stay on; -rss_limit_mb keeps a runaway input from eating the machine.
@@ -202,11 +211,11 @@ EOF
   set +e
   (set -x; "$B/parse_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
      -max_len=8192 -print_final_stats=1 -artifact_prefix="$B/fuzz/artifacts/" \
+     -dict="$B/fuzz/parse.dict" \
      ${FUZZ_ARGS:-} "$corpus" "$seeds") 2>&1 | tee "$B/fuzz/parse_fuzzer.log" |
-     grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)'
+     grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|^"|^###### |NEW_FUNC'
   rc=${PIPESTATUS[0]}
   set -e
-  grep -E '^stat::number_of_executed_units' "$B/fuzz/parse_fuzzer.log" >&2 || true
   return "$rc"
 }
 
