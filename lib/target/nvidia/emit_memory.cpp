@@ -548,12 +548,38 @@ void emitAddPtr(Emitter &e, Operation &op) {
   Regs out;
   // Splatted operands repeat one register: compute each distinct pair once.
   std::map<std::pair<std::string, std::string>, std::string> seen;
+  // Offsets straight from tl.arange (thread + constant, no overflow): the
+  // thread's address once, then constant byte offsets.
+  bool fromRange = oe->dtype() == DType::I32;
+  int64_t eb = gpu::storageBytes(pe->pointee());
   for (size_t i = 0; i < pr.size(); ++i) {
     auto key = std::make_pair(pr[i], orr[i]);
     auto it = seen.find(key);
-    if (it == seen.end())
-      it = seen.emplace(key, addPtrElement(e, pe, oe, pr[i], orr[i])).first;
-    out.push_back(it->second);
+    if (it != seen.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    auto range = fromRange ? e.rangeRegs.find(orr[i]) : e.rangeRegs.end();
+    std::string d;
+    if (range != e.rangeRegs.end()) {
+      auto [thr, c] = range->second;
+      auto base = seen.find({pr[i], "range:" + thr});
+      if (base == seen.end()) {
+        std::string scaled = e.reg(RC::B64), b = e.reg(RC::B64);
+        e.ins("mul.wide.u32 " + scaled + ", " + thr + ", " + std::to_string(eb));
+        e.ins("add.s64 " + b + ", " + pr[i] + ", " + scaled);
+        base = seen.emplace(std::make_pair(pr[i], "range:" + thr), b).first;
+      }
+      d = base->second;
+      if (c != 0) {
+        d = e.reg(RC::B64);
+        e.ins("add.s64 " + d + ", " + base->second + ", " + std::to_string(c * eb));
+      }
+    } else {
+      d = addPtrElement(e, pe, oe, pr[i], orr[i]);
+    }
+    seen.emplace(key, d);
+    out.push_back(d);
   }
   e.bind(op.result(0), std::move(out));
 }

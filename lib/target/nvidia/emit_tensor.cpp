@@ -173,8 +173,10 @@ bool emitTensorOp(Emitter &e, Operation &op) {
     Regs out;
     for (int r = 0; r < ll.numRegs(); ++r) {
       std::string d = e.reg(RC::B32);
-      e.ins("add.s32 " + d + ", " + thr + ", " +
-            std::to_string(ll.regCoord(r)[0] + start));
+      int64_t c = ll.regCoord(r)[0] + start;
+      e.ins("add.s32 " + d + ", " + thr + ", " + std::to_string(c));
+      if (start >= 0)
+        e.rangeRegs[d] = {thr, c};
       out.push_back(d);
     }
     e.bind(op.result(0), std::move(out));

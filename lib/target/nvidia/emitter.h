@@ -99,6 +99,13 @@ public:
   /// scratch user when it is in no loop (nothing can have used it before).
   void barrierBeforeScratch(const Operation &op);
 
+  /// Registers of tt.make_range results with a non-negative start: register
+  /// -> (the thread's coordinate register, constant). Their values are
+  /// thread + constant without i32 overflow, so an address computed from one
+  /// can be the thread's address plus constant bytes (ptxas then folds the
+  /// constant into the load's immediate offset, as Triton's code has it).
+  std::map<std::string, std::pair<std::string, int64_t>> rangeRegs;
+
   // ---- emission -------------------------------------------------------------
   void emitBlock(Block &b);
   void emitOp(Operation &op);
