@@ -10,9 +10,10 @@ Triton does) and sums reductions in another order, all legal. Inputs are
 finite (no NaN/inf: float-to-int casts of those are undefined in Triton).
 
 Integer programs using //, %, << or >> can divide by a computed zero or
-shift by 32 or more, which Triton leaves undefined; their mismatches are
-listed apart as "undefined-behaviour candidates" (read them, they may
-still be bugs). Programs with tl.dot are skipped (tl.dot has no GPU
+shift by 32 or more, and float programs casting to an integer type can
+cast a value out of its range, all of which Triton leaves undefined; their
+mismatches are listed apart as "undefined-behaviour candidates" (read
+them: they may still be bugs). Programs with tl.dot are skipped (tl.dot has no GPU
 lowering yet).
 
 A mismatch prints the seed and a greedily minimised program.
@@ -37,6 +38,7 @@ import kernel_fuzz as kf  # noqa: E402
 
 TOL = {"float16": 2e-2, "float32": 1e-4, "float64": 1e-9}
 UB_OPS = ("//", "%", "<<", ">>")
+UB_CASTS = (".to(tl.int", ".to(tl.uint")
 
 
 def finite_inputs(gen, seed):
@@ -127,7 +129,9 @@ def fuzz_one(seed):
             return seed, "gpu-error", f"{type(e).__name__}: {str(e)[:300]}", src
         if what is None:
             return seed, "ok", "", ""
-        kind = "ub-candidate" if gen.is_int and any(op in src for op in UB_OPS) else "mismatch"
+        maybe_ub = (any(op in src for op in UB_OPS) if gen.is_int
+                    else any(c in src for c in UB_CASTS))
+        kind = "ub-candidate" if maybe_ub else "mismatch"
         return seed, kind, what, minimise(gen, seed, tmpdir)
 
 
