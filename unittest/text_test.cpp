@@ -1268,4 +1268,37 @@ TEST(TextVerify, AssertAndPrint) {
       "");
 }
 
+// Deeply nested text used to overflow the parser's stack (found by
+// tools/fuzz/parse_fuzzer.cpp): it is a parse error at the level that goes
+// past the limit, and nesting below the limit still parses.
+
+/// `depth` scf.if ops, each inside the region of the one before.
+std::string nestedIfs(int depth) {
+  std::string text = "tt.func @k(%c: i1) {\n";
+  for (int i = 0; i < depth; ++i)
+    text += "  scf.if %c {\n";
+  for (int i = 0; i < depth; ++i)
+    text += "  }\n";
+  return text + "  tt.return\n}\n";
+}
+
+TEST(TextParse, DeeplyNestedPointerTypeIsAnErrorNotAStackOverflow) {
+  const int depth = 100000;
+  std::string type;
+  for (int i = 0; i < depth; ++i)
+    type += "!tt.ptr<";
+  type += "f32" + std::string(depth, '>');
+  // The 257th `!tt.ptr<` starts at column 16 + 256 * 8.
+  EXPECT_EQ(parseError("tt.func @k(%a: " + type + ") {\n  tt.return\n}\n"),
+            "test.tir:1:" + std::to_string(16 + 256 * 8) +
+                ": error: types or regions nested more than 256 deep");
+}
+
+TEST(TextParse, DeeplyNestedRegionsAreAnErrorNotAStackOverflow) {
+  // The region of the 257th scf.if, on line 258, is one too many.
+  EXPECT_EQ(parseError(nestedIfs(100000)),
+            "test.tir:258:13: error: types or regions nested more than 256 deep");
+  EXPECT_EQ(parseError(nestedIfs(256)), "");
+}
+
 } // namespace

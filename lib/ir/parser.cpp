@@ -95,6 +95,25 @@ private:
     errorAt(pos_, msg);
   }
 
+  /// Types and regions are parsed by recursion; text nested deeper than any
+  /// kernel needs is an error here rather than a stack overflow later.
+  static constexpr int kMaxNesting = 256;
+  class Nesting {
+  public:
+    Nesting(Parser &p, size_t at) : p_(p) {
+      if (p_.nesting_ == kMaxNesting)
+        p_.errorAt(at, "types or regions nested more than " +
+                           std::to_string(kMaxNesting) + " deep");
+      ++p_.nesting_;
+    }
+    ~Nesting() { --p_.nesting_; }
+    Nesting(const Nesting &) = delete;
+    Nesting &operator=(const Nesting &) = delete;
+
+  private:
+    Parser &p_;
+  };
+
   bool atEnd() const { return pos_ >= src_.size(); }
   char cur() const { return atEnd() ? '\0' : src_[pos_]; }
   char charAt(size_t i) const { return i < src_.size() ? src_[i] : '\0'; }
@@ -381,6 +400,7 @@ private:
 
   const Type *parseType() {
     size_t start = (skipWs(), pos_);
+    Nesting nested(*this, start);
     if (cur() == '!') {
       if (!consumeIf("!tt.ptr"))
         error("expected type, found " + describeNext());
@@ -747,6 +767,7 @@ private:
   }
 
   void parseRegion(Region &r) {
+    Nesting nested(*this, (skipWs(), pos_));
     expect('{', "to start a region");
     if (consumeIf('}'))
       return;
@@ -841,6 +862,7 @@ private:
   size_t pos_ = 0;
   std::vector<Scope> scopes_;
   std::vector<size_t> lineStarts_; // offsets of the lines, built on demand
+  int nesting_ = 0;                 // types and regions open (Nesting)
 };
 
 } // namespace
