@@ -3,13 +3,13 @@
 #
 #   tools/gpu-check.sh OUTDIR
 #
-# Writes into OUTDIR: env.txt, build.log, pytest-gpu.log, pytest-runtime.log,
+# Writes into OUTDIR: env.txt, build.log, pytest-gpu.log, pytest-runtime.log, gpu-fuzz.log,
 # bench_<name>.log for each benchmarks/bench_*.py, and results.json (every
 # benchmark's rows plus the environment). Prints a summary table last.
 # Meant for the GPU machine (Ubuntu 24.04, Python 3.12, torch, triton, no
 # package index): builds into build-gpu/ with TRITIUM_SKIP_DEPS=1.
 #
-# Environment: JOBS (default: nproc), BUILD_DIR (build-gpu), BUILD_TYPE (Release),
+# Environment: JOBS (default: nproc), BUILD_DIR (build-gpu), BUILD_TYPE (Release), FUZZ_SEEDS (1000),
 # BENCH_ARGS (e.g. --quick), BENCH_TIMEOUT (seconds per benchmark, 150),
 # PYTEST_GPU_ARGS (e.g. "-x -k softmax"), SKIP_BUILD=1, SKIP_TESTS=1, SKIP_BENCH=1.
 # Exit status: 0 when the build, the tests and every tritium benchmark result passed.
@@ -92,6 +92,15 @@ if [[ "${SKIP_TESTS:-0}" != 1 ]]; then
   tail -5 "$OUT/pytest-runtime.log"
   if [[ $rc -eq 0 ]]; then summary+=("pytest test_runtime.py: ok ($(tail -1 "$OUT/pytest-runtime.log"))")
   else status=1; summary+=("pytest test_runtime.py: FAILED ($(tail -1 "$OUT/pytest-runtime.log"))"); fi
+
+  # The random kernels of tools/fuzz on the GPU against the CPU executor.
+  step "gpu fuzz (${FUZZ_SEEDS:-1000} seeds)"
+  timeout 300 "$PYTHON" tools/fuzz/gpu_fuzz.py --seeds "${FUZZ_SEEDS:-1000}" \
+      --jobs "$(( JOBS > 12 ? 12 : JOBS ))" >"$OUT/gpu-fuzz.log" 2>&1
+  rc=$?
+  tail -1 "$OUT/gpu-fuzz.log"
+  if [[ $rc -eq 0 ]]; then summary+=("gpu fuzz: ok ($(tail -1 "$OUT/gpu-fuzz.log"))")
+  else status=1; summary+=("gpu fuzz: FAILED, exit $rc ($(tail -1 "$OUT/gpu-fuzz.log"))"); fi
 fi
 
 if [[ "${SKIP_BENCH:-0}" != 1 ]]; then

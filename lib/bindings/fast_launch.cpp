@@ -9,11 +9,12 @@
 //  2. Encode the specialisation key as bytes: per parameter what jit.py's
 //     _key distinguishes (a tensor's dtype and 16-byte alignment; an int's
 //     class, equality to 1 and divisibility by 16; bool; float; None; a
-//     constexpr's value), then the device and the launch options.
+//     constexpr's value, also of a tl.constexpr-wrapped argument), then the
+//     device and the launch options.
 //  3. Look the key up. A hit packs the kernel's runtime arguments and
 //     launches on torch's current stream. A miss, or anything this file does
-//     not handle (a CPU tensor, a numpy scalar, a wrapped tl.constexpr, an
-//     unusual grid), calls JITFunction.run, which compiles, launches and
+//     not handle (a CPU tensor, a numpy scalar, an unusual grid), calls
+//     JITFunction.run, which compiles, launches and
 //     registers the entry (or raises the user's error).
 //
 // Soundness rests on one rule: two calls that encode to the same bytes must
@@ -98,11 +99,12 @@ struct Call {
   int device = -1;
   std::string key;
   std::vector<PyObject *> identity;
+  std::vector<py::object> unwrapped; // values taken out of tl.constexpr wrappers
 };
 
 // Attribute and method names, interned once (bindFastLaunch).
 struct Names {
-  PyObject *isCuda, *dataPtr, *dtype, *getDevice;
+  PyObject *isCuda, *dataPtr, *dtype, *getDevice, *value;
 };
 Names names;
 
@@ -280,9 +282,19 @@ bool encode(const Launcher &L, Call &c) {
   for (size_t i = 0; i < c.numParams; ++i) {
     const Param &p = L.params[i];
     PyObject *v = c.values[i];
-    if (L.constexprType && PyObject_TypeCheck(v, (PyTypeObject *)L.constexprType.ptr()))
-      return false;
-    if (p.isConstexpr) {
+    if (L.constexprType && PyObject_TypeCheck(v, (PyTypeObject *)L.constexprType.ptr())) {
+      // tl.constexpr(x) makes any parameter a constexpr, as in jit.py (the
+      // autotuner passes its configs' values so).
+      PyObject *inner = PyObject_GetAttr(v, names.value);
+      if (!inner) {
+        PyErr_Clear();
+        return false;
+      }
+      c.unwrapped.emplace_back(py::reinterpret_steal<py::object>(inner));
+      c.values[i] = inner;
+      c.key += 'C';
+      encodeValue(inner, c);
+    } else if (p.isConstexpr) {
       c.key += 'C';
       encodeValue(v, c);
     } else if (v == Py_None) {
@@ -529,7 +541,8 @@ bool keyOf(Launcher &L, py::tuple args, py::dict kwargs, Call &c, std::vector<Py
 void bindFastLaunch(py::module_ &m) {
   cudaErrorType = m.attr("CudaError").ptr();
   names = {PyUnicode_InternFromString("is_cuda"), PyUnicode_InternFromString("data_ptr"),
-           PyUnicode_InternFromString("dtype"), PyUnicode_InternFromString("get_device")};
+           PyUnicode_InternFromString("dtype"), PyUnicode_InternFromString("get_device"),
+           PyUnicode_InternFromString("value")};
   m.add_object("fast_launch", py::reinterpret_steal<py::object>(
                                   PyCFunction_NewEx(&fastLaunchDef, nullptr, m.ptr())));
 

@@ -127,6 +127,19 @@ def test_callable_grid_gets_meta(launcher):
     assert seen[0]["x_ptr"] is x
 
 
+def test_wrapped_constexpr_is_its_value(launcher):
+    """tl.constexpr(128) for a constexpr parameter selects the same kernel
+    as 128 (jit.py unwraps it too); the autotuner passes configs so."""
+    fast, slow = launcher
+    x, y = FakeTensor(0x30000), FakeTensor(0x40000)
+    assert add[(2,)](x, y, 1001, 1.0, BLOCK=tl.constexpr(128), num_warps=4) == "result"
+    assert slow.calls == []
+    seen = []
+    add[lambda meta: seen.append(meta["BLOCK"]) or (1,)](x, y, 1001, 1.0,
+                                                         BLOCK=tl.constexpr(128), num_warps=4)
+    assert seen == [128] and type(seen[0]) is int and slow.calls == []
+
+
 def test_empty_grid_does_not_launch(launcher):
     fast, slow = launcher
     x, y = FakeTensor(0x30000), FakeTensor(0x40000)
@@ -162,7 +175,8 @@ X, Y = FakeTensor(0x30000), FakeTensor(0x40000)
     ((X, Y, 1001, 1), {"BLOCK": 128, "num_warps": 4}, "scale is an int"),
     ((X, Y, 1001, True), {"BLOCK": 128, "num_warps": 4}, "scale is a bool"),
     ((X, Y, 1001, None), {"BLOCK": 128, "num_warps": 4}, "scale is None"),
-    ((X, Y, 1001, 1.0), {"BLOCK": tl.constexpr(128), "num_warps": 4}, "wrapped constexpr"),
+    ((X, Y, tl.constexpr(1001), 1.0), {"BLOCK": 128, "num_warps": 4},
+     "a runtime parameter made a constexpr"),
     ((X, Y, 1001, 1.0), {"BLOCK": 128.0, "num_warps": 4}, "constexpr of another type"),
     ((X, Y, 1001, 1.0), {"BLOCK": True, "num_warps": 4}, "constexpr bool"),
     ((X, Y, 1001, 1.0, 128, 5), {"num_warps": 4}, "too many arguments"),
@@ -237,7 +251,8 @@ scalars = st.one_of(ints, st.sampled_from([0.0, -0.0, 1.5, True, False, None]))
 tensors = st.builds(FakeTensor, st.sampled_from([0x1000, 0x1004, 0x1010, 0x2008]),
                     st.sampled_from([F32, F16]), st.sampled_from([0, 1]))
 constexprs = st.one_of(ints, st.sampled_from([0.0, 1.5, True, "x", "y", None]))
-calls = st.tuples(tensors, tensors, scalars, scalars, scalars, constexprs,
+wrapped = st.builds(tl.constexpr, st.sampled_from([0, 1, 16, 2.5, None, "x"]))
+calls = st.tuples(tensors, tensors, scalars, scalars, st.one_of(scalars, wrapped), constexprs,
                   st.one_of(st.none(), constexprs),
                   st.one_of(st.none(), st.sampled_from([1, 2, 4, 8])))
 

@@ -150,3 +150,25 @@ def test_zero_grid_launches_nothing():
     axpy[(0,)](x, y, out, n, 1.0, BLOCK=block)
     torch.cuda.synchronize()
     assert torch.isnan(out).all()
+
+
+@tritium.autotune(configs=[tritium.Config({"BLOCK": 128}, num_warps=4),
+                           tritium.Config({"BLOCK": 512}, num_warps=8)], key=["n"])
+@tritium.jit
+def tuned_axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(out_ptr + i, alpha * tl.load(x_ptr + i, mask=m) + tl.load(y_ptr + i, mask=m), mask=m)
+
+
+def test_autotuned_launches_take_the_fast_path():
+    n = 10000
+    grid = lambda meta: (triton_cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    hits = []
+    for trial in range(4):
+        x, y, out = inputs(n)
+        tuned_axpy[grid](x, y, out, n, 0.25 + trial)
+        torch.cuda.synchronize()
+        check(x, y, out, 0.25 + trial)
+        hits.append(C.fast_stats(tuned_axpy.fn._fast)["hits"])
+    assert hits[3] - hits[0] == 3

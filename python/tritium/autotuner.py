@@ -675,8 +675,12 @@ class Autotuner(KernelInterface):
             self.best_config = config
             if config.pre_hook is not None:
                 config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
-            return self.fn.run(*args, grid=grid, warmup=False, **kwargs,
-                               **self._launch_kwargs(config))
+            if grid is None:
+                return self.fn.run(*args, grid=grid, warmup=False, **kwargs,
+                                   **self._launch_kwargs(config))
+            # Through kernel[grid]: a JITFunction's launch then takes the C++
+            # fast path once this config's specialisation has run.
+            return self.fn[grid](*args, **kwargs, **self._launch_kwargs(config))
         finally:
             self.nargs = None
 
