@@ -481,9 +481,8 @@ PyObject *fastLaunch(PyObject *, PyObject *const *args, Py_ssize_t nargsf, PyObj
     }
     const Entry &e = it->second;
     ++L.hits;
-    PyObject *result = Py_NewRef(e.result.ptr());
     if (g[0] == 0 || g[1] == 0 || g[2] == 0)
-      return result;
+      return Py_NewRef(e.result.ptr());
     ArgSlot slots[kMaxParams];
     pack(e, c, slots);
     size_t n = e.runtimeParams.size();
@@ -492,17 +491,12 @@ PyObject *fastLaunch(PyObject *, PyObject *const *args, Py_ssize_t nargsf, PyObj
       L.last = LastLaunch{{g[0], g[1], g[2]}, stream, c.device, {}, e.result};
       for (size_t j = 0; j < n; ++j)
         L.last.args.push_back(slots[j].bits);
-      return result;
+      return Py_NewRef(e.result.ptr());
     }
     // The GIL stays held, as for torch's own launches: releasing and taking
     // it back would cost more than the launch's driver call saves others.
-    try {
-      e.kernel->launch(c.device, g[0], g[1], g[2], stream, slots, n);
-    } catch (...) {
-      Py_DECREF(result);
-      throw;
-    }
-    return result;
+    e.kernel->launch(c.device, g[0], g[1], g[2], stream, slots, n);
+    return Py_NewRef(e.result.ptr());
   } catch (py::error_already_set &e) {
     e.restore();
     return nullptr;
