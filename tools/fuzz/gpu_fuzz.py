@@ -99,18 +99,7 @@ def check(gen, src, seed, tmpdir):
 
 
 def minimise(gen, seed, tmpdir):
-    stmts = list(gen.stmts)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(stmts) - 1, -1, -1):
-            trial = stmts[:i] + stmts[i + 1:]
-            try:
-                if check(gen, gen.source(trial), seed, tmpdir) is not None:
-                    stmts, changed = trial, True
-            except Exception:  # noqa: BLE001 - the smaller program does not compile: keep it
-                continue
-    return gen.source(stmts)
+    return kf.minimise_program(gen, lambda src: check(gen, src, seed, tmpdir) is not None)
 
 
 def fuzz_one(seed):

@@ -381,7 +381,9 @@ def check_text(gen, src, seed, tmpdir, ops=None):
     return None
 
 
-def minimise(gen, seed, tmpdir, stage):
+def minimise_program(gen, still_fails):
+    """gen's program with statements deleted greedily while still_fails(source)
+    holds (a smaller program that does not compile counts as not failing)."""
     stmts = list(gen.stmts)
     changed = True
     while changed:
@@ -389,13 +391,20 @@ def minimise(gen, seed, tmpdir, stage):
         for i in range(len(stmts) - 1, -1, -1):
             trial = stmts[:i] + stmts[i + 1:]
             try:
-                res = check_text(gen, gen.source(trial), seed, tmpdir)
+                fails = still_fails(gen.source(trial))
             except Exception:  # noqa: BLE001 - the reduced program does not compile: keep it
                 continue
-            if res is not None and res[0] == stage:
+            if fails:
                 stmts = trial
                 changed = True
     return gen.source(stmts)
+
+
+def minimise(gen, seed, tmpdir, stage):
+    def still_fails(src):
+        res = check_text(gen, src, seed, tmpdir)
+        return res is not None and res[0] == stage
+    return minimise_program(gen, still_fails)
 
 
 def fuzz_one(seed, tmpdir, ops=None, do_minimise=True):
