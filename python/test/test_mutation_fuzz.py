@@ -4,9 +4,13 @@ minimises a planted bug (so it cannot pass silently), and regression tests of th
 import os
 import sys
 
+import numpy as np
 import pytest
 
 _C = pytest.importorskip("tritium._C")
+
+import tritium  # noqa: E402
+import tritium.language as tl  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "fuzz"))
@@ -36,12 +40,14 @@ def _run(fz, kind, seeds):
 
 
 def test_mutated_sources_fail_cleanly(fuzzer):
-    counts = _run(fuzzer, "src", range(120))
+    fuzzer.ptx = True  # tritium.compile for sm_90a as well as the CPU path
+    counts = _run(fuzzer, "src", range(150))
     # The budget must reach the compiler, not only Python's parser.
     assert counts.get("error", 0) >= 30 and counts.get("ok", 0) >= 10, counts
 
 
 def test_mutated_ir_fails_cleanly(fuzzer):
+    fuzzer.execute = True  # verified IR also runs on the CPU executor
     counts = _run(fuzzer, "ir", range(800))
     assert counts.get("ok", 0) >= 20, counts
 
@@ -75,6 +81,7 @@ def test_planted_index_error_is_found_and_minimised(fuzzer, tmp_path):
 
 
 def test_planted_abort_is_a_crash(fuzzer):
+    fuzzer.min_budget = 40  # each step restarts the crashed worker
     f = _first_finding(fuzzer, "planted-abort")
     assert f["outcome"] == "crash", f
     assert "tl.where" in f["minimised"] and "tl.maximum" in f["minimised"]
@@ -106,3 +113,33 @@ def test_parse_error_quoting_a_non_ascii_character_is_an_ir_error():
     with pytest.raises(_C.IRError) as info:
         _C.parse_module("tt.func @k() {\n  \x01\n}\n", "u.tir")
     assert "byte" in info.value.args[0] and info.value.args[2] == 2
+
+
+@tritium.jit
+def _arange_beyond_64_bits(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(2**63, BLOCK)
+    tl.store(out_ptr + offs, offs)
+
+
+@tritium.jit
+def _zeros_of_void(out_ptr, BLOCK: tl.constexpr):
+    z = tl.zeros([BLOCK], dtype=tl.void)
+    tl.store(out_ptr + tl.arange(0, BLOCK), z)
+
+
+def test_constexpr_int_beyond_64_bits_is_a_clean_compilation_error():
+    # pybind11's "arange(): incompatible function arguments ... <tritium._C.Builder object at
+    # 0x...>" was the message.
+    with pytest.raises(tritium.CompilationError) as info:
+        _arange_beyond_64_bits.warmup(np.zeros(16, np.int32), BLOCK=16)
+    e = info.value
+    assert e.message == "tl.arange's start must fit in 64 bits, got 9223372036854775808"
+    assert e.line == _arange_beyond_64_bits.fn.__code__.co_firstlineno + 2 and e.col == 12
+
+
+def test_tensor_of_void_is_a_clean_compilation_error():
+    # The message was "KeyError: 'void'".
+    with pytest.raises(tritium.CompilationError) as info:
+        _zeros_of_void.warmup(np.zeros(16, np.float32), BLOCK=16)
+    assert info.value.message == "void is not the type of a value"
+    assert info.value.line == _zeros_of_void.fn.__code__.co_firstlineno + 2

@@ -317,6 +317,8 @@ def mutate_tokens(rng, lines, lo, pools):
     if op == 0:  # replace, from the pool of tokens of the same kind when possible
         if re.match(r"\d", tok):
             new = _choice(rng, pools["number"])
+        elif re.match(r"[A-Za-z_]", tok) and a > 0 and line[a - 1] == "." and "attr" in pools:
+            new = _choice(rng, pools["attr"])  # tl.<attr>, x.<attr>
         elif re.match(r"[A-Za-z_]", tok):
             new = _choice(rng, pools["name"] if rng.random() < 0.7 else pools["type"])
         else:
@@ -439,9 +441,18 @@ def mutate_ir(rng, text, vocab):
     return text
 
 
+TENSOR_ATTRS = ["to", "dtype", "shape", "numel", "element_ty", "T", "handle", "type", "value",
+                "reshape", "trans", "sum", "max", "__add__", "__getitem__", "is_floating",
+                "primitive_bitwidth", "__class__", "nonexistent"]
+
+
 def py_pools(src):
-    local = sorted(set(re.findall(r"\b[A-Za-z_][A-Za-z_0-9]*\b", src)))
-    return {"number": PY_CONSTANTS, "name": PY_NAMES + local, "type": PY_DTYPES,
+    # Names the source binds, weighted up: undefined names only test one error message.
+    local = sorted(set(re.findall(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*(?:=|,|\)|:)", src)))
+    import tritium.language as tl  # noqa: PLC0415
+    tl_attrs = [n for n in dir(tl) if not n.startswith("_")]
+    return {"number": PY_CONSTANTS, "name": PY_NAMES + local * 3, "type": PY_DTYPES,
+            "attr": tl_attrs + TENSOR_ATTRS,
             "op": PY_OPERATORS + ["(", ")", "[", "]", ",", ":", "=", ".", "None"]}
 
 
@@ -473,6 +484,11 @@ def mutate_src(rng, src):
 # ---------------------------------------------------------------------------------------------
 # The worker (runs the targets; one input per request, JSON lines over a private pipe)
 # ---------------------------------------------------------------------------------------------
+
+# A user's error message that shows tritium's insides instead of saying what is wrong.
+LEAKED = re.compile(r"incompatible function arguments|^KeyError|tritium\._C\.|pybind|Traceback|"
+                    r"object at 0x")
+
 
 def _located(file, line):
     return bool(file) and int(line or 0) > 0
@@ -531,18 +547,29 @@ class Worker:
             if not getattr(kernel, "__tritium_jit__", False):
                 return "invalid", "fuzz_kernel is not a @jit function"
             args, kwargs = make_args(kernel, np.dtype(dtype))
+        except BaseException as e:  # noqa: BLE001 - not valid Python: tritium never saw it
+            return "invalid", _exc(e)
+        try:
             values = kernel._bind(tuple(args), dict(kwargs))
             kernel._key(values)
-        except BaseException as e:  # noqa: BLE001 - not valid Python, or the launch does not bind
+        except (TypeError, ValueError) as e:  # the launch's arguments do not fit the signature
             return "invalid", _exc(e)
+        except BaseException as e:  # noqa: BLE001
+            return "exception", "binding the launch: " + _exc(e)
         self.phase("compile")
         try:
             kernel.warmup(*args, **kwargs)
         except tritium.CompilationError as e:
-            if not _located(e.file, e.line):
+            if not _located(e.file, e.line) or e.col <= 0:
                 return "no-location", f"CompilationError without a location: {e.message}"
+            if os.path.realpath(e.file) != os.path.realpath(path):
+                return "no-location", f"CompilationError located in {e.file}: {e.message}"
             if e.message.startswith("internal error"):
                 return "internal", f"{e.message} (at line {e.line})"
+            if not e.source_line or "^" not in str(e):
+                return "no-location", f"CompilationError without the source line: {e.message}"
+            if LEAKED.search(e.message):
+                return "bad-message", e.message[:300]
             return "error", e.message
         except BaseException as e:  # noqa: BLE001 - the finding
             return "exception", _exc(e)
@@ -586,7 +613,7 @@ class Worker:
             return "exception", "tritium.compile: " + _exc(e)
         return None
 
-    def run_ir(self, text, passes):
+    def run_ir(self, text, passes, execute=False):
         from tritium import _C  # noqa: PLC0415
         expected = (_C.IRError, _C.UserError)
         try:
@@ -607,6 +634,37 @@ class Worker:
             return "roundtrip", "printed IR does not parse: " + _exc(e)
         if again != printed:
             return "roundtrip", "printed IR does not round-trip"
+        if execute:
+            return self.execute_ir(_C, m, printed)
+        return "ok", ""
+
+    def execute_ir(self, _C, m, printed):
+        """Runs each function of verified IR on the CPU executor (bounds-checked: a failure must
+        be an ExecutionError). Skipped for huge tiles, which would only exhaust memory."""
+        for shape in re.findall(r"tensor<((?:\d+x)+)", printed):
+            if int(np.prod([int(d) for d in shape.rstrip("x").split("x")], dtype=object)) > 1 << 16:
+                return "ok", "not run: a huge tile"
+        self.phase("run")
+        bufs = []
+        for fn in m.functions:
+            args = []
+            for i in range(fn.num_args):
+                t = fn.arg(i).type
+                if t.is_pointer:
+                    bufs.append(np.zeros(1 << 14, np.uint8))
+                    args.append(_C.ExecPointer(bufs[-1].ctypes.data, bufs[-1].nbytes))
+                elif t.is_float_like:
+                    args.append(1.5)
+                elif t.dtype == "i1":
+                    args.append(True)
+                else:
+                    args.append(3)
+            try:
+                _C.execute(m, fn.name, (2, 1, 1), args, 1)
+            except (_C.ExecutionError, _C.UserError, _C.IRError):
+                pass
+            except BaseException as e:  # noqa: BLE001
+                return "exception", f"executing @{fn.name}: " + _exc(e)
         return "ok", ""
 
     def run_planted(self, text, plant):
@@ -624,7 +682,7 @@ class Worker:
                 if req["kind"] == "src":
                     res = self.run_src(req["input"], req["dtype"], req.get("ptx", False))
                 elif req["kind"] == "ir":
-                    res = self.run_ir(req["input"], req["passes"])
+                    res = self.run_ir(req["input"], req["passes"], req.get("execute", False))
                 else:
                     res = self.run_planted(req["input"], req["kind"])
             except BaseException as e:  # noqa: BLE001 - escaped the target: a finding
@@ -634,6 +692,11 @@ class Worker:
 
 
 def worker_main():
+    try:  # a crash is expected here, and its core file would only cost time and disk
+        import resource  # noqa: PLC0415
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass
     proto = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # kernels' prints must not corrupt the protocol
@@ -768,8 +831,10 @@ def pick_passes(rng, all_passes, default):
 
 
 class Fuzzer:
-    def __init__(self, timeout, out_dir, quiet, ptx=False):
+    def __init__(self, timeout, out_dir, quiet, ptx=False, execute=False):
         self.ptx = ptx
+        self.execute = execute
+        self.min_budget = None  # evaluations a minimisation may spend (default by kind)
         self.timeout = timeout
         self.out_dir = out_dir
         self.quiet = quiet
@@ -794,8 +859,8 @@ class Fuzzer:
             return self.worker.request({"kind": "src", "input": text, "dtype": extra,
                                         "ptx": self.ptx}, self.timeout, "import")
         if kind == "ir":
-            return self.worker.request({"kind": "ir", "input": text, "passes": extra},
-                                       self.timeout)
+            return self.worker.request({"kind": "ir", "input": text, "passes": extra,
+                                        "execute": self.execute}, self.timeout)
         if kind == "opt":
             if self.opt is None:
                 self.opt = opt_binary(self.tmpdir)
@@ -829,7 +894,7 @@ class Fuzzer:
 
     def minimise(self, kind, text, extra, outcome):
         want = self.signature(outcome)
-        budget = [1500 if kind != "src" else 400]
+        budget = [self.min_budget or (400 if kind == "src" else 1500)]
 
         def still_fails(candidate):
             if budget[0] <= 0:
@@ -916,6 +981,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--out", default=os.path.join(os.getcwd(), "fuzz-findings"))
     ap.add_argument("--no-minimise", action="store_true")
+    ap.add_argument("--execute", action="store_true",
+                    help="ir: also run verified IR on the CPU executor")
     ap.add_argument("--ptx", action="store_true",
                     help="src: also tritium.compile each kernel for sm_90a (GPU passes, PTX)")
     ap.add_argument("-q", "--quiet", action="store_true")
@@ -926,7 +993,7 @@ def main(argv=None):
         return 0
     kinds = ["src", "ir", "opt"] if args.kind == "all" else [args.kind]
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.seeds)
-    fz = Fuzzer(args.timeout, args.out, args.quiet, args.ptx)
+    fz = Fuzzer(args.timeout, args.out, args.quiet, args.ptx, args.execute)
     t0 = time.time()
     try:
         for kind in kinds:

@@ -105,7 +105,10 @@ class dtype:
     # -- names ---------------------------------------------------------------
     @property
     def ir_name(self):
-        return _IR_NAMES[self.name]
+        name = _IR_NAMES.get(self.name)
+        if name is None:  # tl.void: no value has it
+            raise TypeError(f"{self} is not the type of a value")
+        return name
 
     def codegen_name(self):
         if self.name.startswith("fp"):
@@ -732,6 +735,8 @@ def _constexpr_int(x, what):
         if hasattr(x, "__index__") and not isinstance(x, (bool, float)):
             return x.__index__()
         raise TypeError(f"{what} must be an integer constexpr, got {x!r}")
+    if not -(1 << 63) <= x < (1 << 63):  # what the builder takes (C++ int64)
+        raise ValueError(f"{what} must fit in 64 bits, got {x}")
     return x
 
 
