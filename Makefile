@@ -68,7 +68,7 @@ fuzz: build
 # hang or escape without a located error (tools/fuzz/mutate_fuzz.py; SEEDS inputs per kind,
 # findings minimised into fuzz-findings/).
 fuzz-mutate: build
-	$(PYPATH) $(PYTHON) tools/fuzz/mutate_fuzz.py --seeds $(SEEDS) --start $(START)
+	$(PYPATH) $(PYTHON) tools/fuzz/mutate_fuzz.py --ptx --execute --seeds $(SEEDS) --start $(START)
 
 # Each test step has a build-free variant (_unittest, _lit, _pytest) so that
 # `make test` builds once and then runs them in order.

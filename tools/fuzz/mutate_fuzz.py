@@ -13,8 +13,10 @@ targets, each input in a worker subprocess (a crash or a hang is caught there an
   opt  the same IR mutants, given to `build/tritium-opt` as a subprocess with random pass flags.
 
 Every input must end in success or a user-facing error that carries a location:
-  src  tritium.CompilationError with a file and a line (and not an "internal error"), or, while the
-       kernel runs, tritium.ExecutionError;
+  src  tritium.CompilationError located in the mutant's own file (line, column, the source line
+       with a caret), not an "internal error", its message free of tritium's insides (pybind11's
+       argument lists, KeyError, object addresses); or, while the kernel runs,
+       tritium.ExecutionError;
   ir   _C.IRError / _C.UserError with a line;
   opt  exit status 0, or 1 with `file:line:col: error: ...` on stderr.
 Anything else is a finding: another exception type escaping, a CompilationError without a location
@@ -24,10 +26,18 @@ of tokens, while the same finding persists) and writes both into --out (default 
 Inputs the mutation made into invalid Python (a SyntaxError while importing the module, a launch
 whose arguments no longer bind) are counted apart: they never reached the compiler.
 
+With --ptx, each source is also compiled for sm_90a by tritium.compile (GPU passes and PTX, no
+GPU needed); with --execute, IR that verifies is also run on the CPU executor (bounds-checked: a
+failure must be an ExecutionError). A hang while the mutant's own module code or its kernel runs is
+not counted as a finding (the mutant may loop), nor is tritium-opt's internal error under
+--no-verify (the passes assume verified IR; only a crash there is a finding).
+
 Usage: python3 tools/fuzz/mutate_fuzz.py [--kind src|ir|opt|all] [--seeds N] [--start S]
-                                          [--seed S] [--timeout SEC] [--out DIR] [-q]
-(`make fuzz-mutate SEEDS=N`). `--kind planted-index` / `planted-abort` swap the compiler for a fake
-entry point with a planted bug (an IndexError, an abort) to check that the fuzzer reports it.
+                                          [--seed S] [--ptx] [--execute] [--timeout SEC]
+                                          [--out DIR] [--no-minimise] [-q]
+(`make fuzz-mutate SEEDS=N` runs all three kinds with --ptx --execute). `--kind planted-index` /
+`planted-abort` swap the compiler for a fake entry point with a planted bug (an IndexError, an
+abort) to check that the fuzzer reports it.
 """
 
 import argparse
@@ -197,6 +207,9 @@ def ir_seeds_from_kernels(count=24):
             out.append(_C.print_module(m, with_locs))
             _C.run_passes(m, _C.default_pipeline() + ["licm"], True)
             out.append(_C.print_module(m, with_locs))
+            if seed % 3 == 0:  # GPU IR: layouts to mutate
+                _C.run_passes(m, ["convert-to-gpu", "remove-layout-conversions"], True)
+                out.append(_C.print_module(m, with_locs))
     return out
 
 
@@ -398,7 +411,20 @@ def _replace_match(rng, text, regex, make):
 def mutate_ir_semantic(rng, text, names):
     """Operators that mostly keep the text parseable, to get past the parser into the verifier
     and the passes: another dtype, another value, another op, another number, an attribute less."""
-    op = int(rng.integers(0, 6))
+    op = int(rng.integers(0, 8))
+    if op >= 6:  # one dtype or one dimension size changed everywhere: the text stays consistent
+        if op == 6:
+            found = sorted(set(SCALAR_RE.findall(text)))
+            if not found:
+                return text
+            old, new = _choice(rng, found), _choice(rng, SCALARS)
+            return re.sub(r"\b%s\b" % old, new, text)
+        dims = sorted(set(re.findall(r"(?<=[<x])(\d+)(?=x)", text)))
+        if not dims:
+            return text
+        old, new = _choice(rng, dims), _choice(rng, ["1", "2", "4", "8", "32", "64", "256", "3"])
+        text = re.sub(r"(?<=[<x])%s(?=x)" % old, new, text)
+        return re.sub(r"\b(end|value) = %s\b" % old, r"\1 = " + new, text)
     if op == 0:
         return _replace_match(rng, text, SCALAR_RE, lambda m: _choice(rng, SCALARS))
     if op == 1:
