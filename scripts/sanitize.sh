@@ -146,7 +146,7 @@ cmd_test() {
 
   t0=$SECONDS
   (set -x; TRITIUM_BUILD_DIR="$B" "$PYTHON" -c 'import lit.main; lit.main.main()' \
-     -q ${LIT_ARGS:-} test/)
+     -s ${LIT_ARGS:-} test/)
   log "lit: $((SECONDS - t0)) s"
 
   # pytest: the interpreter is not instrumented, so the ASan runtime is preloaded into it.
