@@ -120,9 +120,14 @@ template <typename T> void identityOps(py::class_<T, Borrowed<T>> &c) {
 }
 
 std::vector<int64_t> checkedShape(const std::vector<int64_t> &shape) {
-  for (int64_t d : shape)
+  int64_t elements = 1;
+  for (int64_t d : shape) {
     if (d <= 0)
       throw py::value_error("tensor dimensions must be positive");
+    if (d > kMaxTensorElements / elements)
+      throw py::value_error("a tensor has at most 2^31 elements");
+    elements *= d;
+  }
   return shape;
 }
 

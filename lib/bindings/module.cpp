@@ -144,7 +144,14 @@ void bindTools(py::module_ &m) {
       py::arg("text"), py::arg("filename") = "<input>");
 
   py::class_<ExecPointer>(m, "ExecPointer")
-      .def(py::init([](uint64_t base, uint64_t nbytes) { return ExecPointer{base, nbytes}; }),
+      .def(py::init([](uint64_t base, uint64_t nbytes) {
+             // The executor bounds-checks against nbytes; it cannot know that
+             // a null base has none.
+             if (base == 0 && nbytes > 0)
+               throw py::value_error("ExecPointer: a null base cannot have " +
+                                     std::to_string(nbytes) + " bytes");
+             return ExecPointer{base, nbytes};
+           }),
            py::arg("base"), py::arg("nbytes"))
       .def_readwrite("base", &ExecPointer::base)
       .def_readwrite("nbytes", &ExecPointer::bytes)

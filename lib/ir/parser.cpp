@@ -426,11 +426,16 @@ private:
     if (id == "tensor") {
       expect('<', "after 'tensor'");
       std::vector<int64_t> shape;
+      int64_t elements = 1;
       while (std::isdigit((unsigned char)peek())) {
         size_t dimPos = pos_;
         int64_t d = parseInt("dimension");
         if (d <= 0)
           errorAt(dimPos, "tensor dimensions must be positive");
+        // Bounded so that element counts (and byte sizes) never overflow.
+        if (d > kMaxTensorElements / elements)
+          errorAt(dimPos, "a tensor has at most 2^31 elements");
+        elements *= d;
         shape.push_back(d);
         if (cur() != 'x')
           error("expected 'x' after tensor dimension, found " + describeNext());

@@ -143,3 +143,20 @@ def test_tensor_of_void_is_a_clean_compilation_error():
         _zeros_of_void.warmup(np.zeros(16, np.float32), BLOCK=16)
     assert info.value.message == "void is not the type of a value"
     assert info.value.line == _zeros_of_void.fn.__code__.co_firstlineno + 2
+
+
+def test_tensor_type_whose_element_count_overflows_is_rejected():
+    # tensor<2^62 x 2^62> was accepted; its element count wrapped to 0.
+    with pytest.raises(ValueError, match="at most 2\\^31 elements"):
+        _C.Type.tensor(_C.Type.scalar("f32"), [2**62, 2**62])
+    with pytest.raises(_C.IRError) as info:
+        _C.parse_module("tt.func @k(%x: tensor<65536x65536xf32>) {\n  tt.return\n}\n", "t.tir")
+    assert info.value.args == ("a tensor has at most 2^31 elements", "t.tir", 1, 29)
+    assert _C.Type.tensor(_C.Type.scalar("f32"), [2**16, 2**15]).shape == [2**16, 2**15]
+
+
+def test_exec_pointer_with_a_null_base_and_bytes_is_rejected():
+    # The executor trusted nbytes and a kernel loading through ExecPointer(0, 32) segfaulted.
+    with pytest.raises(ValueError, match="null base"):
+        _C.ExecPointer(0, 32)
+    assert _C.ExecPointer(0, 0).nbytes == 0

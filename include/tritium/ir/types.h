@@ -53,6 +53,11 @@ public:
   virtual std::string str() const = 0;
 };
 
+/// The most elements a tensor type may have (the parser and the Python Type
+/// constructors check it): element counts and byte sizes never overflow. The
+/// frontend's own limit, Triton's, is far lower (2^20).
+constexpr int64_t kMaxTensorElements = int64_t(1) << 31;
+
 class Type {
 public:
   enum class Kind : uint8_t { Scalar, Pointer, Tensor };
