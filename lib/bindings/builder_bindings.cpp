@@ -3,6 +3,8 @@
 // every IR object returned keeps the Builder (and so the Module) alive.
 #include "bindings.h"
 
+#include <limits>
+
 namespace tritium::bindings {
 
 namespace {
@@ -24,6 +26,15 @@ std::vector<Value *> valueList(Builder &b, const py::iterable &xs) {
 }
 
 Builder &self(py::handle h) { return h.cast<Builder &>(); }
+
+/// An axis from Python (any int) for the builder's `int` axes: one beyond
+/// int's range is the user's error at the builder's location, not pybind11's
+/// "incompatible function arguments".
+int axisArg(Builder &bd, int64_t axis, const std::string &op) {
+  if (axis < std::numeric_limits<int>::min() || axis > std::numeric_limits<int>::max())
+    throw UserError(op + ": axis " + std::to_string(axis) + " is out of range", bd.loc());
+  return (int)axis;
+}
 
 } // namespace
 
@@ -257,14 +268,16 @@ void bindBuilder(py::module_ &m) {
       // ---- program ids and tensors ---------------------------------------
       .def(
           "program_id",
-          [](py::object s, int axis) {
-            return wrapRef(self(s).programId(axis), s);
+          [](py::object s, int64_t axis) {
+            Builder &bd = self(s);
+            return wrapRef(bd.programId(axisArg(bd, axis, "program_id")), s);
           },
           py::arg("axis"))
       .def(
           "num_programs",
-          [](py::object s, int axis) {
-            return wrapRef(self(s).numPrograms(axis), s);
+          [](py::object s, int64_t axis) {
+            Builder &bd = self(s);
+            return wrapRef(bd.numPrograms(axisArg(bd, axis, "num_programs")), s);
           },
           py::arg("axis"))
       .def(
@@ -307,9 +320,10 @@ void bindBuilder(py::module_ &m) {
           py::arg("a"), py::arg("b"))
       .def(
           "expand_dims",
-          [](py::object s, py::handle x, int axis) {
+          [](py::object s, py::handle x, int64_t axis) {
             Builder &bd = self(s);
-            return wrapRef(bd.expandDims(valueArg(bd, x, "x"), axis), s);
+            return wrapRef(
+                bd.expandDims(valueArg(bd, x, "x"), axisArg(bd, axis, "expand_dims")), s);
           },
           py::arg("x"), py::arg("axis"))
       .def(
@@ -363,11 +377,14 @@ void bindBuilder(py::module_ &m) {
       // ---- reductions and dot --------------------------------------------
       .def(
           "reduce",
-          [](py::object s, py::handle x, std::optional<int> axis,
+          [](py::object s, py::handle x, std::optional<int64_t> axis,
              const std::string &kind, bool keepDims) {
             Builder &bd = self(s);
+            std::optional<int> a;
+            if (axis)
+              a = axisArg(bd, *axis, "tl." + kind);
             return wrapRef(
-                bd.reduce(valueArg(bd, x, "x"), axis, kind, keepDims), s);
+                bd.reduce(valueArg(bd, x, "x"), a, kind, keepDims), s);
           },
           py::arg("x"), py::arg("axis"), py::arg("kind"),
           py::arg("keep_dims") = false)

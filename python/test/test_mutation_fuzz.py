@@ -127,6 +127,22 @@ def _zeros_of_void(out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BLOCK), z)
 
 
+@tritium.jit
+def _program_id_beyond_int(out_ptr):
+    pid = tl.program_id(2**32)
+    tl.store(out_ptr, pid)
+
+
+def test_axis_beyond_int_is_a_clean_compilation_error():
+    # program_id(2**32) fits 64 bits but not the builder's int axis: pybind11's "program_id():
+    # incompatible function arguments ..." was the message (found by the fuzzer, seed 1000048).
+    with pytest.raises(tritium.CompilationError) as info:
+        _program_id_beyond_int.warmup(np.zeros(4, np.int32))
+    e = info.value
+    assert e.message == "program_id: axis 4294967296 is out of range"
+    assert e.line == _program_id_beyond_int.fn.__code__.co_firstlineno + 2 and e.col == 11
+
+
 def test_constexpr_int_beyond_64_bits_is_a_clean_compilation_error():
     # pybind11's "arange(): incompatible function arguments ... <tritium._C.Builder object at
     # 0x...>" was the message.
