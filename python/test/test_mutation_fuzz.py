@@ -143,6 +143,27 @@ def test_axis_beyond_int_is_a_clean_compilation_error():
     assert e.line == _program_id_beyond_int.fn.__code__.co_firstlineno + 2 and e.col == 11
 
 
+def _plain_helper(a):
+    return _undefined_in_helper + a  # noqa: F821 - the user's bug
+
+
+@tritium.jit
+def _calls_failing_plain_helper(out_ptr):
+    x = _plain_helper(3)
+    tl.store(out_ptr, x)
+
+
+def test_plain_python_helper_that_raises_is_the_users_error():
+    # A NameError inside a plain (non-@jit) Python function called at compile time was reported
+    # as "internal error: NameError: ..." (fuzzer seeds 1100117, 1101568, 1102420).
+    with pytest.raises(tritium.CompilationError) as info:
+        _calls_failing_plain_helper.warmup(np.zeros(4, np.int32))
+    e = info.value
+    assert e.message == ("_plain_helper() raised NameError at compile time: name "
+                         "'_undefined_in_helper' is not defined")
+    assert e.line == _calls_failing_plain_helper.fn.__code__.co_firstlineno + 2 and e.col == 9
+
+
 def test_constexpr_int_beyond_64_bits_is_a_clean_compilation_error():
     # pybind11's "arange(): incompatible function arguments ... <tritium._C.Builder object at
     # 0x...>" was the message.

@@ -1158,8 +1158,18 @@ class CodeGenerator:
             raise self.error(f"{_describe(fn)} is not callable")
         # Any other Python callable (a helper such as triton.cdiv, float, a
         # tensor's method): constexprs are passed as their Python values.
-        result = fn(*[_unwrap_deep(a) for a in args],
-                    **{k: _unwrap_deep(v) for k, v in kwargs.items()})
+        try:
+            result = fn(*[_unwrap_deep(a) for a in args],
+                        **{k: _unwrap_deep(v) for k, v in kwargs.items()})
+        except (CompilationError, self.C.UserError, self.C.InternalError):
+            raise
+        except Exception as e:
+            if _is_tritium_code(fn):
+                raise
+            # The user's own Python code failed (a NameError in a plain helper
+            # function, say): their mistake, at the call, not an internal error.
+            name = getattr(fn, "__qualname__", None) or _describe(fn)
+            raise self.error(f"{name}() raised {type(e).__name__} at compile time: {e}") from None
         return normalize(result)
 
     def _minmax(self, fn, args, kwargs):
@@ -1176,6 +1186,14 @@ class CodeGenerator:
         for a in args[1:]:
             result = combine(result, a)
         return result
+
+
+def _is_tritium_code(fn):
+    """Whether a callable is tritium's own (a tensor's method, a tl helper): its failures are
+    ours to report, where the user's plain Python helpers' are theirs."""
+    owner = getattr(fn, "__self__", None)
+    module = getattr(fn, "__module__", None) or getattr(type(owner), "__module__", None) or ""
+    return module == "tritium" or module.startswith("tritium.")
 
 
 def _is_ast_index(node):
