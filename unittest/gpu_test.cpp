@@ -956,6 +956,25 @@ TEST(GPUKernels, EqualElementsAreComputedOnce) {
   EXPECT_EQ(countOf(ptx2, "setp.lt.s32"), 8u);
 }
 
+// Found by the sanitized CI run: materialising the -inf that starts a max
+// reduction converted it to int64 (undefined behaviour under UBSan).
+TEST(GPUKernels, NonFiniteFloatConstantsAreNotConvertedToInt) {
+  std::string text = "tt.func @k(%p: !tt.ptr<f32> {tt.divisibility = 16}) attributes "
+                     "{kernel = true} {\n"
+                     "  %r = tt.make_range {end = 128, start = 0} : tensor<128xi32>\n"
+                     "  %ps = tt.splat %p : tensor<128x!tt.ptr<f32>>\n"
+                     "  %q = tt.addptr %ps, %r : tensor<128x!tt.ptr<f32>>\n"
+                     "  %a = arith.constant {value = -inf} : tensor<128xf32>\n"
+                     "  %b = arith.constant {value = nan} : tensor<128xf32>\n"
+                     "  %c = arith.constant {value = 1e300} : tensor<128xf32>\n"
+                     "  %s = arith.addf %a, %b : tensor<128xf32>\n"
+                     "  %t = arith.addf %s, %c : tensor<128xf32>\n"
+                     "  tt.store %q, %t\n"
+                     "  tt.return\n}\n";
+  std::string ptx = compileAndAssemble(text, 4, "non-finite constants");
+  EXPECT_NE(ptx.find("0fFF800000"), std::string::npos); // -inf
+}
+
 TEST(GPUKernels, FpFusionIsAnOption) {
   auto m = parseModule(kernelFile("layer_norm.tir"));
   GPUOptions o = options("sm_90a");

@@ -14,6 +14,8 @@
 
 #include "tritium/exec/float_formats.h"
 
+#include <cmath>
+
 #include <cstring>
 
 namespace tritium::nvidia {
@@ -585,7 +587,9 @@ std::string materialize(Emitter &e, const Type *t, const Attribute &v) {
     dv = (double)*i;
   } else if (auto *d = std::get_if<double>(&v)) {
     dv = *d;
-    iv = (int64_t)*d;
+    // Converting a double outside int64's range (-inf, the start of every max
+    // reduction, or NaN) is undefined behaviour; only an integer type reads iv.
+    iv = std::isfinite(*d) && std::fabs(*d) < 9.2e18 ? (int64_t)*d : 0;
   } else if (auto *b = std::get_if<bool>(&v)) {
     iv = *b;
     dv = *b;
