@@ -74,24 +74,5 @@ int main(int argc, char **argv) {
                     "the GPU finished)\n",
                     count, s ? "a non-blocking stream" : "the legacy default stream", host, all);
       }
-  // The arguments as one packed buffer (`extra`) instead of an array of
-  // pointers: does the driver take them faster?
-  struct {
-    unsigned long long a, b, c;
-    int n;
-  } packed = {buf, buf, buf, 4096};
-  size_t packedSize = sizeof packed;
-  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
-                   &packedSize, CU_LAUNCH_PARAM_END};
-  for (int round = 0; round < 3; ++round) {
-    CHECK(cuCtxSynchronize());
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i)
-      CHECK(cuLaunchKernel(fn, 4, 1, 1, 128, 1, 1, 0, nullptr, nullptr, extra));
-    auto t1 = std::chrono::steady_clock::now();
-    CHECK(cuCtxSynchronize());
-    double host = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
-    std::printf("cuLaunchKernel x%d, packed argument buffer: %.2f us/launch (host)\n", n, host);
-  }
   return 0;
 }

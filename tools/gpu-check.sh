@@ -10,7 +10,7 @@
 # package index): builds into build-gpu/ with TRITIUM_SKIP_DEPS=1.
 #
 # Environment: JOBS (default: nproc), BUILD_DIR (build-gpu), BUILD_TYPE (Release), FUZZ_SEEDS (1000),
-# BENCH_ARGS (e.g. --quick), BENCH_TIMEOUT (seconds per benchmark, 150),
+# BENCH_ARGS (e.g. --quick), BENCH_TIMEOUT (seconds per benchmark, 300),
 # PYTEST_GPU_ARGS (e.g. "-x -k softmax"), SKIP_BUILD=1, SKIP_TESTS=1, SKIP_BENCH=1.
 # Exit status: 0 when the build, the tests and every tritium benchmark result passed.
 set -uo pipefail
@@ -109,7 +109,7 @@ if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
     name=$(basename "$b" .py)
     step "$name"
     # shellcheck disable=SC2086
-    (cd benchmarks && timeout "${BENCH_TIMEOUT:-150}" "$PYTHON" "$(basename "$b")" \
+    (cd benchmarks && timeout "${BENCH_TIMEOUT:-300}" "$PYTHON" "$(basename "$b")" \
         --json "$OUT/results.json" ${BENCH_ARGS:-}) \
         >"$OUT/$name.log" 2>&1
     rc=$?
