@@ -301,3 +301,23 @@ def test_fast_keys_are_not_all_equal():
     # do_not_specialize (b) and do_not_specialize_on_alignment (q) are honoured.
     assert fast_key(fast, base[:3] + (32,) + base[4:]) == fast_key(fast, base)
     assert fast_key(fast, base[:1] + (FakeTensor(0x1004),) + base[2:]) == fast_key(fast, base)
+
+
+def test_kernel_with_more_parameters_than_the_cpp_path_takes_still_launches(tmp_path):
+    """Over 64 parameters the launcher is not made; launches take the
+    Python path (here the CPU executor) and work."""
+    import importlib.util
+    import numpy as np
+    names = [f"a{i}" for i in range(70)]
+    src = ("import tritium\nimport tritium.language as tl\n\n@tritium.jit\n"
+           f"def many(out_ptr, {', '.join(names)}):\n"
+           f"    tl.store(out_ptr, {' + '.join(names)})\n")
+    path = tmp_path / "many_params.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("many_params", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = np.zeros(1, np.int32)
+    mod.many[(1,)](out, *range(2, 72))
+    assert out[0] == sum(range(2, 72))
+    assert mod.many._fast is False

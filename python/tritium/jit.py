@@ -190,6 +190,8 @@ class JITFunction:
         fast = self._fast
         if fast is None:
             fast = self._make_fast_launcher()
+        if fast is False:  # more parameters than the C++ path takes
+            return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
         return _partial(_FAST_LAUNCH or _fast_launch(), fast, grid)
 
     def _make_fast_launcher(self):
@@ -197,13 +199,16 @@ class JITFunction:
                    p.default is not inspect.Parameter.empty,
                    None if p.default is inspect.Parameter.empty else p.default)
                   for p in self.params]
-        self._fast = load_C().fast_launcher_new(weakref.ref(self), params,
-                                                self._launch_options, constexpr)
+        try:
+            self._fast = load_C().fast_launcher_new(weakref.ref(self), params,
+                                                    self._launch_options, constexpr)
+        except ValueError:  # over 64 parameters: every launch takes the Python path
+            self._fast = False
         return self._fast
 
     def _register_fast(self, args, kwargs, options, spec, kernel):
         """Lets the C++ fast path launch `kernel` for calls like this one."""
-        if self._fast is None or kernel.metadata.get("bounds_check"):
+        if not self._fast or kernel.metadata.get("bounds_check"):
             return
         torch = sys.modules.get("torch")
         if torch is None:
