@@ -18,7 +18,6 @@
 #include "emitter.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 
 namespace tritium::nvidia {
@@ -156,15 +155,10 @@ struct ReduceCtx {
 } // namespace
 
 // Up to this many warps along the axis, every thread reads all partials
-// (stage B'); beyond, the butterfly (stage B). TRITIUM_REDUCE_READ_ALL_MAX_K
-// overrides it for experiments.
-int64_t readAllMaxK() {
-  static const int64_t k = [] {
-    const char *v = std::getenv("TRITIUM_REDUCE_READ_ALL_MAX_K");
-    return v ? std::atoll(v) : int64_t(4);
-  }();
-  return k;
-}
+// (stage B'); beyond, the butterfly (stage B). On the H200 the two measured
+// alike for softmax at 4 warps; at 8 reading all raised softmax 4096's
+// registers from 35 to 42 (occupancy 75% -> 62.5%).
+constexpr int64_t kReadAllMaxWarps = 4;
 
 bool emitReduce(Emitter &e, Operation &op) {
   if (op.code() != OpCode::Reduce)
@@ -294,7 +288,7 @@ bool emitReduce(Emitter &e, Operation &op) {
               groups[key].idx);
     }
     e.barrier();
-    if (K <= readAllMaxK()) {
+    if (K <= kReadAllMaxWarps) {
       // B'. Few warps: every thread reads the K partials of each element
       //     it holds (contiguous: vector loads) and combines them in warp
       //     order. One barrier fewer than the butterfly; K more registers.
