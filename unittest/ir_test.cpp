@@ -75,10 +75,19 @@ TEST(OpTable, NamesRoundTrip) {
   // The arithmetic families the verifier, executor and PTX emitter dispatch on.
   for (size_t i = 0; i < static_cast<size_t>(OpCode::NumOps); ++i) {
     const OpInfo &info = opInfo(static_cast<OpCode>(i));
-    if (info.traits & (IBIN | FBIN))
+    if (info.traits & (IBIN | FBIN | CAST | MATH1))
       EXPECT_TRUE((info.traits & PURE) && (info.traits & ELEM)) << info.name;
-    EXPECT_FALSE((info.traits & IBIN) && (info.traits & FBIN)) << info.name;
+    // At most one family per op: consumers dispatch on the first that matches.
+    int families = !!(info.traits & IBIN) + !!(info.traits & FBIN) + !!(info.traits & CAST) +
+                   !!(info.traits & MATH1);
+    EXPECT_LE(families, 1) << info.name;
   }
+  EXPECT_TRUE(opInfo(OpCode::PtrToInt).traits & CAST);
+  EXPECT_TRUE(opInfo(OpCode::ExtSI).traits & CAST);
+  EXPECT_TRUE(opInfo(OpCode::AbsI).traits & MATH1);
+  EXPECT_TRUE(opInfo(OpCode::Tanh).traits & MATH1);
+  EXPECT_FALSE(opInfo(OpCode::Fma).traits & MATH1); // three operands
+  EXPECT_FALSE(opInfo(OpCode::NegF).traits & MATH1);
   EXPECT_TRUE(opInfo(OpCode::MinUI).traits & IBIN);
   EXPECT_TRUE(opInfo(OpCode::MinNumF).traits & FBIN);
   EXPECT_FALSE(opInfo(OpCode::CmpI).traits & IBIN);

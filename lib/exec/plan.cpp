@@ -265,6 +265,20 @@ private:
   void checkOp(const Operation &op, OpPlan &p) {
     if (op.hasTrait(IBIN) || op.hasTrait(FBIN))
       return checkElementwise(op, 2);
+    if (op.hasTrait(MATH1))
+      return checkElementwise(op, 1);
+    if (op.hasTrait(CAST)) {
+      checkElementwise(op, 1);
+      if (op.code() == OpCode::Bitcast) {
+        const Type *from = op.operand(0)->type()->scalarType();
+        const Type *to = op.result(0)->type()->scalarType();
+        int wf = from->isPointer() ? 64 : bitWidth(from->dtype());
+        int wt = to->isPointer() ? 64 : bitWidth(to->dtype());
+        if (wf != wt)
+          planError(op, "bitcast between types of different widths");
+      }
+      return;
+    }
     switch (op.code()) {
     case OpCode::Constant:
       checkArity(op, 0, 0, 1);
@@ -314,42 +328,7 @@ private:
       checkElementwise(op, 3);
       return;
     case OpCode::NegF:
-    case OpCode::ExtSI:
-    case OpCode::ExtUI:
-    case OpCode::TruncI:
-    case OpCode::SIToFP:
-    case OpCode::UIToFP:
-    case OpCode::FPToSI:
-    case OpCode::FPToUI:
-    case OpCode::ExtF:
-    case OpCode::TruncF:
-    case OpCode::Bitcast:
-    case OpCode::IntToPtr:
-    case OpCode::PtrToInt:
-    case OpCode::Exp:
-    case OpCode::Exp2:
-    case OpCode::Log:
-    case OpCode::Log2:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::AbsF:
-    case OpCode::AbsI:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Floor:
-    case OpCode::Ceil:
-    case OpCode::Erf:
-    case OpCode::Tanh:
-      checkElementwise(op, 1);
-      if (op.code() == OpCode::Bitcast) {
-        const Type *from = op.operand(0)->type()->scalarType();
-        const Type *to = op.result(0)->type()->scalarType();
-        int wf = from->isPointer() ? 64 : bitWidth(from->dtype());
-        int wt = to->isPointer() ? 64 : bitWidth(to->dtype());
-        if (wf != wt)
-          planError(op, "bitcast between types of different widths");
-      }
-      return;
+      return checkElementwise(op, 1);
     case OpCode::GetProgramId:
     case OpCode::GetNumPrograms:
       checkArity(op, 0, 0, 1);

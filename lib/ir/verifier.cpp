@@ -428,6 +428,8 @@ private:
       return arith(op, 2, false);
     if (op.hasTrait(FBIN))
       return arith(op, 2, true);
+    if (op.hasTrait(MATH1))
+      return arith(op, 1, op.code() != OpCode::AbsI);
     switch (op.code()) {
     case OpCode::Constant:
       return verifyConstant(op);
@@ -492,22 +494,6 @@ private:
         fail(op, "result must be a 64-bit integer, found " + typeText(rty(op)));
       return;
 
-    case OpCode::Exp:
-    case OpCode::Exp2:
-    case OpCode::Log:
-    case OpCode::Log2:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::AbsF:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Floor:
-    case OpCode::Ceil:
-    case OpCode::Erf:
-    case OpCode::Tanh:
-      return arith(op, 1, true);
-    case OpCode::AbsI:
-      return arith(op, 1, false);
     case OpCode::Fma:
       return arith(op, 3, true);
 

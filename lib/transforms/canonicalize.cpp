@@ -15,25 +15,7 @@
 namespace tritium {
 namespace {
 
-bool isCast(OpCode c) {
-  switch (c) {
-  case OpCode::ExtSI:
-  case OpCode::ExtUI:
-  case OpCode::TruncI:
-  case OpCode::SIToFP:
-  case OpCode::UIToFP:
-  case OpCode::FPToSI:
-  case OpCode::FPToUI:
-  case OpCode::ExtF:
-  case OpCode::TruncF:
-  case OpCode::Bitcast:
-  case OpCode::IntToPtr:
-  case OpCode::PtrToInt:
-    return true;
-  default:
-    return false;
-  }
-}
+bool isCast(OpCode c) { return (opInfo(c).traits & CAST) != 0; }
 
 /// cast2(cast1(x)) == x whenever cast2's result type is x's type.
 bool roundTripsExactly(OpCode inner, OpCode outer) {

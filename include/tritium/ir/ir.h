@@ -96,6 +96,8 @@ enum OpTrait : unsigned {
   CF = 1u << 6,
   IBIN = 1u << 7,
   FBIN = 1u << 8,
+  CAST = 1u << 9,
+  MATH1 = 1u << 10,
 };
 
 enum class OpCode : uint16_t {

@@ -646,27 +646,13 @@ std::string binaryElement(Emitter &e, const Operation &op, OpCode code,
 bool emitArithmetic(Emitter &e, Operation &op) {
   OpCode c = op.code();
   bool isIntBin = op.hasTrait(IBIN), isFloatBin = op.hasTrait(FBIN);
-  if (!isIntBin && !isFloatBin)
+  if (!isIntBin && !isFloatBin && !op.hasTrait(MATH1))
     switch (c) {
     case OpCode::CmpI:
     case OpCode::CmpF:
     case OpCode::Select:
     case OpCode::NegF:
     case OpCode::Fma:
-    case OpCode::AbsI:
-    case OpCode::Exp:
-    case OpCode::Exp2:
-    case OpCode::Log:
-    case OpCode::Log2:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::AbsF:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Floor:
-    case OpCode::Ceil:
-    case OpCode::Erf:
-    case OpCode::Tanh:
       break;
     default:
       return false;

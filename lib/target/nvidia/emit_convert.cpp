@@ -285,23 +285,8 @@ std::string castElement(Emitter &e, const Operation &op, OpCode code,
 }
 
 bool emitCast(Emitter &e, Operation &op) {
-  switch (op.code()) {
-  case OpCode::ExtSI:
-  case OpCode::ExtUI:
-  case OpCode::TruncI:
-  case OpCode::SIToFP:
-  case OpCode::UIToFP:
-  case OpCode::FPToSI:
-  case OpCode::FPToUI:
-  case OpCode::ExtF:
-  case OpCode::TruncF:
-  case OpCode::Bitcast:
-  case OpCode::IntToPtr:
-  case OpCode::PtrToInt:
-    break;
-  default:
+  if (!op.hasTrait(CAST))
     return false;
-  }
   const Type *from = op.operand(0)->type()->scalarType();
   const Type *to = op.result(0)->type()->scalarType();
   const Regs &in = e.regs(op.operand(0));
