@@ -60,6 +60,7 @@ import time
 import warnings
 
 from .errors import CompilationError
+from .runtime import cache as _cache
 from .language.core import constexpr, _unwrap
 
 __all__ = ["Autotuner", "AutotunerError", "Config", "Heuristics", "KernelInterface",
@@ -250,26 +251,7 @@ class Config:
 
 def autotune_cache_dir():
     """$TRITIUM_CACHE_DIR/autotune, else ~/.cache/tritium/autotune."""
-    d = os.environ.get("TRITIUM_CACHE_DIR")
-    if d:
-        root = os.path.abspath(os.path.expanduser(d))
-    else:
-        root = os.path.join(os.path.expanduser("~"), ".cache", "tritium")
-    return os.path.join(root, "autotune")
-
-
-def _makedirs_private(path):
-    """Creates path and missing parents with mode 0700 (whatever the umask)."""
-    if os.path.isdir(path):
-        return
-    parent = os.path.dirname(path)
-    if parent and parent != path:
-        _makedirs_private(parent)
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        return
-    os.chmod(path, 0o700)
+    return os.path.join(_cache.default_cache_dir(), "autotune")
 
 
 def _checksum(doc):
@@ -280,7 +262,7 @@ def _checksum(doc):
 
 def _write_atomic(path, text):
     d = os.path.dirname(path)
-    _makedirs_private(d)
+    _cache._makedirs_private(d)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
