@@ -209,9 +209,9 @@ TEST(Layouts, Blocked1DWrapsInRegisters) {
             "#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], "
             "warpsPerCTA = [4], order = [0]}>");
   LinearLayout ll = l->toLinear({1024});
-  EXPECT_EQ(ll.reg, (std::vector<Basis>{{1}, {2}, {512}}));
-  EXPECT_EQ(ll.lane, (std::vector<Basis>{{4}, {8}, {16}, {32}, {64}}));
-  EXPECT_EQ(ll.warp, (std::vector<Basis>{{128}, {256}}));
+  EXPECT_EQ(ll.reg(), (std::vector<Basis>{{1}, {2}, {512}}));
+  EXPECT_EQ(ll.lane(), (std::vector<Basis>{{4}, {8}, {16}, {32}, {64}}));
+  EXPECT_EQ(ll.warp(), (std::vector<Basis>{{128}, {256}}));
   EXPECT_TRUE(ll.isDisjoint());
   EXPECT_EQ(ll.apply(5, 3, 2), Basis{512 + 1 + 12 + 256});
 }
@@ -220,8 +220,8 @@ TEST(Layouts, SmallTensorsHoldCopies) {
   auto *l = BlockedLayout::get({4}, {32}, {4}, {0});
   LinearLayout ll = l->toLinear({64});
   // 64 elements: 16 lanes cover it; lane bit 4 and both warp bits copy.
-  EXPECT_EQ(ll.reg, (std::vector<Basis>{{1}, {2}}));
-  EXPECT_EQ(ll.lane[4], Basis{0});
+  EXPECT_EQ(ll.reg(), (std::vector<Basis>{{1}, {2}}));
+  EXPECT_EQ(ll.lane()[4], Basis{0});
   EXPECT_EQ(duplicateLaneMask(ll), 16u);
   EXPECT_EQ(duplicateWarpMask(ll), 3u);
 }
@@ -252,10 +252,10 @@ TEST(Layouts, SliceRemovesTheDim) {
   EXPECT_EQ(s->str(), "#ttg.slice<{dim = 1, parent = " + p->str() + "}>");
   LinearLayout ll = s->toLinear({32});
   // Rows: lane bit 4 and the two warp bits; the 16 lanes along dim 1 copy.
-  EXPECT_TRUE(ll.reg.size() == 2); // 32 rows / (2 lanes * 4 warps)
-  EXPECT_EQ(ll.lane[0], Basis{0});
-  EXPECT_EQ(ll.lane[4], Basis{1});
-  EXPECT_EQ(ll.warp, (std::vector<Basis>{{2}, {4}}));
+  EXPECT_TRUE(ll.reg().size() == 2); // 32 rows / (2 lanes * 4 warps)
+  EXPECT_EQ(ll.lane()[0], Basis{0});
+  EXPECT_EQ(ll.lane()[4], Basis{1});
+  EXPECT_EQ(ll.warp(), (std::vector<Basis>{{2}, {4}}));
   EXPECT_EQ(expandDimsLayout(s, 1), p);
   EXPECT_EQ(expandDimsLayout(s, 0), nullptr);
 }
@@ -267,8 +267,8 @@ TEST(Layouts, PermuteBlocked) {
   EXPECT_EQ(t->sizePerThread, (std::vector<int64_t>{4, 1}));
   EXPECT_EQ(t->order, (std::vector<int64_t>{0, 1}));
   LinearLayout a = l->toLinear({32, 64}), b = t->toLinear({64, 32});
-  for (size_t i = 0; i < a.lane.size(); ++i)
-    EXPECT_EQ(a.lane[i], (Basis{b.lane[i][1], b.lane[i][0]}));
+  for (size_t i = 0; i < a.lane().size(); ++i)
+    EXPECT_EQ(a.lane()[i], (Basis{b.lane()[i][1], b.lane()[i][0]}));
 }
 
 TEST(Layouts, TextFormParsesBack) {

@@ -60,8 +60,8 @@ int64_t storageBytes(const Type *elem) {
 
 unsigned duplicateLaneMask(const LinearLayout &ll) {
   unsigned m = 0;
-  for (size_t i = 0; i < ll.lane.size(); ++i)
-    if (std::all_of(ll.lane[i].begin(), ll.lane[i].end(),
+  for (size_t i = 0; i < ll.lane().size(); ++i)
+    if (std::all_of(ll.lane()[i].begin(), ll.lane()[i].end(),
                     [](int64_t v) { return v == 0; }))
       m |= 1u << i;
   return m;
@@ -69,8 +69,8 @@ unsigned duplicateLaneMask(const LinearLayout &ll) {
 
 unsigned duplicateWarpMask(const LinearLayout &ll) {
   unsigned m = 0;
-  for (size_t i = 0; i < ll.warp.size(); ++i)
-    if (std::all_of(ll.warp[i].begin(), ll.warp[i].end(),
+  for (size_t i = 0; i < ll.warp().size(); ++i)
+    if (std::all_of(ll.warp()[i].begin(), ll.warp()[i].end(),
                     [](int64_t v) { return v == 0; }))
       m |= 1u << i;
   return m;
@@ -84,18 +84,18 @@ MovementPlan planMovement(const Type *src, const Type *dst,
     throw InternalError("planMovement: layouts whose bases overlap are not "
                         "supported: " +
                         src->str() + " -> " + dst->str());
-  std::vector<int64_t> srcStrides = rowMajorStrides(s.shape);
+  std::vector<int64_t> srcStrides = rowMajorStrides(s.shape());
   MovementPlan plan;
   plan.scratchBytes = src->numElements() * storageBytes(src->element());
 
   // A thread holds what it needs iff its lane and warp bits select the same
   // operand elements in both layouts, and each result register's element is
   // among the operand's registers.
-  bool same = s.lane.size() == d.lane.size() && s.warp.size() == d.warp.size();
-  for (size_t i = 0; same && i < d.lane.size(); ++i)
-    same = dot(d.lane[i], weights) == dot(s.lane[i], srcStrides);
-  for (size_t i = 0; same && i < d.warp.size(); ++i)
-    same = dot(d.warp[i], weights) == dot(s.warp[i], srcStrides);
+  bool same = s.lane().size() == d.lane().size() && s.warp().size() == d.warp().size();
+  for (size_t i = 0; same && i < d.lane().size(); ++i)
+    same = dot(d.lane()[i], weights) == dot(s.lane()[i], srcStrides);
+  for (size_t i = 0; same && i < d.warp().size(); ++i)
+    same = dot(d.warp()[i], weights) == dot(s.warp()[i], srcStrides);
   if (!same)
     return plan;
   std::map<int64_t, int> regOfFlat;

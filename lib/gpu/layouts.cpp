@@ -126,30 +126,30 @@ int BlockedLayout::numWarps() const {
 LinearLayout BlockedLayout::toLinear(const std::vector<int64_t> &shape) const {
   checkShape(*this, shape);
   int rank = (int)shape.size();
-  LinearLayout ll;
-  ll.shape = shape;
+  std::vector<Basis> reg, lane, warp;
   // A basis beyond the tensor's extent would address nothing: registers are
   // dropped, lanes and warps hold copies (zero basis).
   for (int64_t d : order)
     for (int64_t v = 1; v < sizePerThread[d]; v *= 2)
       if (v < shape[d])
-        ll.reg.push_back(unit(rank, (int)d, v));
+        reg.push_back(unit(rank, (int)d, v));
   for (int64_t d : order)
     for (int64_t v = sizePerThread[d]; v < sizePerThread[d] * threadsPerWarp[d];
          v *= 2)
-      ll.lane.push_back(v < shape[d] ? unit(rank, (int)d, v) : Basis(rank, 0));
+      lane.push_back(v < shape[d] ? unit(rank, (int)d, v) : Basis(rank, 0));
   for (int64_t d : order) {
     int64_t base = sizePerThread[d] * threadsPerWarp[d];
     for (int64_t v = base; v < base * warpsPerCTA[d]; v *= 2)
-      ll.warp.push_back(v < shape[d] ? unit(rank, (int)d, v) : Basis(rank, 0));
+      warp.push_back(v < shape[d] ? unit(rank, (int)d, v) : Basis(rank, 0));
   }
   // A tensor larger than the CTA tile wraps around in more registers.
   for (int64_t d : order) {
     int64_t cover = sizePerThread[d] * threadsPerWarp[d] * warpsPerCTA[d];
     for (int64_t v = cover; v < shape[d]; v *= 2)
-      ll.reg.push_back(unit(rank, (int)d, v));
+      reg.push_back(unit(rank, (int)d, v));
   }
-  return ll;
+  return LinearLayout::distributed(shape, std::move(reg), std::move(lane),
+                                   std::move(warp));
 }
 
 std::string BlockedLayout::str() const {
@@ -185,11 +185,14 @@ LinearLayout SliceLayout::toLinear(const std::vector<int64_t> &shape) const {
     }
     bases = std::move(out);
   };
-  drop(p.reg, true);
-  drop(p.lane, false);
-  drop(p.warp, false);
-  p.shape = shape;
-  return p;
+  std::vector<Basis> reg = p.reg(), lane = p.lane(), warp = p.warp(),
+                     block = p.block();
+  drop(reg, true);
+  drop(lane, false);
+  drop(warp, false);
+  drop(block, false);
+  return LinearLayout::distributed(shape, std::move(reg), std::move(lane),
+                                   std::move(warp), std::move(block));
 }
 
 std::string SliceLayout::str() const {
@@ -208,7 +211,7 @@ const LinearEncoding *LinearEncoding::get(const LinearLayout &ll) {
 }
 
 LinearLayout LinearEncoding::toLinear(const std::vector<int64_t> &shape) const {
-  if (shape != ll.shape)
+  if (shape != ll.shape())
     throw InternalError("linear layout " + ll.str() +
                         " applied to a tensor of another shape");
   return ll;
@@ -369,19 +372,20 @@ const GPULayout *parseAt(LayoutLexer &lx, const std::vector<int64_t> &shape,
     return SliceLayout::get((int)dim, parent);
   }
   if (lx.eat("#ttg.linear<{")) {
-    LinearLayout ll;
-    ll.shape = shape;
-    std::vector<Basis> block;
-    if (!(lx.field("register") && lx.listOfLists(ll.reg) && lx.eat(",") &&
-          lx.field("lane") && lx.listOfLists(ll.lane) && lx.eat(",") &&
-          lx.field("warp") && lx.listOfLists(ll.warp) && lx.eat(",") &&
+    std::vector<Basis> reg, lane, warp, block;
+    if (!(lx.field("register") && lx.listOfLists(reg) && lx.eat(",") &&
+          lx.field("lane") && lx.listOfLists(lane) && lx.eat(",") &&
+          lx.field("warp") && lx.listOfLists(warp) && lx.eat(",") &&
           lx.field("block") && lx.listOfLists(block) && lx.eat("}>")))
       return nullptr;
-    for (const auto *set : {&ll.reg, &ll.lane, &ll.warp})
-      for (const Basis &b : *set)
-        if (b.size() != shape.size())
-          return nullptr;
-    return LinearEncoding::get(ll);
+    // Out-of-range or ill-sized bases are a malformed layout, not a crash.
+    try {
+      return LinearEncoding::get(LinearLayout::distributed(
+          shape, std::move(reg), std::move(lane), std::move(warp),
+          std::move(block)));
+    } catch (const InternalError &) {
+      return nullptr;
+    }
   }
   return nullptr;
 }

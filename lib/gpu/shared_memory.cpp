@@ -34,7 +34,7 @@ int64_t reduceScratchBytes(const Operation &op) {
   int axis = (int)op.intAttr("axis");
   const LinearLayout &ll = linearOf(in);
   int64_t warpsAlongAxis = 1;
-  for (const Basis &b : ll.warp)
+  for (const Basis &b : ll.warp())
     if (b[axis] != 0)
       warpsAlongAxis *= 2;
   if (warpsAlongAxis == 1)

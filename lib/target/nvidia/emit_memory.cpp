@@ -22,19 +22,19 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   if (!pt->isTensor())
     return 1;
   const gpu::LinearLayout &ll = gpu::linearOf(pt);
-  if (ll.reg.empty())
+  if (ll.reg().empty())
     return 1;
   int d0 = -1;
   for (int d = 0; d < ll.rank(); ++d)
-    if (ll.reg[0][d] == 1)
+    if (ll.reg()[0][d] == 1)
       d0 = d;
   if (d0 < 0)
     return 1;
   int run = 0;
-  while (run < (int)ll.reg.size()) {
+  while (run < (int)ll.reg().size()) {
     gpu::Basis want(ll.rank(), 0);
     want[d0] = int64_t(1) << run;
-    if (ll.reg[run] != want)
+    if (ll.reg()[run] != want)
       break;
     ++run;
   }
@@ -52,10 +52,10 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   // A vector must start at a coordinate that is a multiple of its length.
   auto aligned = [&](int64_t v) {
     int bits = gpu::log2Exact(v);
-    for (size_t i = bits; i < ll.reg.size(); ++i)
-      if (dim0Component(ll.reg[i], d0) % v)
+    for (size_t i = bits; i < ll.reg().size(); ++i)
+      if (dim0Component(ll.reg()[i], d0) % v)
         return false;
-    for (const auto *set : {&ll.lane, &ll.warp})
+    for (const auto *set : {&ll.lane(), &ll.warp()})
       for (const gpu::Basis &b : *set)
         if (dim0Component(b, d0) % v)
           return false;

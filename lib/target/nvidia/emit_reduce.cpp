@@ -204,8 +204,8 @@ bool emitReduce(Emitter &e, Operation &op) {
   }
 
   // 2. Across the lanes that split the axis.
-  for (size_t i = 0; i < ll.lane.size(); ++i) {
-    const gpu::Basis &b = ll.lane[i];
+  for (size_t i = 0; i < ll.lane().size(); ++i) {
+    const gpu::Basis &b = ll.lane()[i];
     if (b[axis] == 0)
       continue;
     for (size_t d = 0; d < b.size(); ++d)
@@ -222,8 +222,8 @@ bool emitReduce(Emitter &e, Operation &op) {
 
   // 3. Across the warps that split the axis, through shared memory.
   std::vector<int> warpBits;
-  for (size_t i = 0; i < ll.warp.size(); ++i)
-    if (ll.warp[i][axis] != 0)
+  for (size_t i = 0; i < ll.warp().size(); ++i)
+    if (ll.warp()[i][axis] != 0)
       warpBits.push_back((int)i);
   std::vector<int64_t> outShape = inTy->shape();
   outShape.erase(outShape.begin() + axis);
@@ -413,17 +413,17 @@ bool emitReduce(Emitter &e, Operation &op) {
   }
   const gpu::LinearLayout &lo = gpu::linearOf(sliceTy);
   // The result must be held by the same threads, as the slice layout is.
-  for (size_t i = 0; i < lo.lane.size(); ++i) {
-    gpu::Basis b = ll.lane[i];
+  for (size_t i = 0; i < lo.lane().size(); ++i) {
+    gpu::Basis b = ll.lane()[i];
     b.erase(b.begin() + axis);
-    if (b != lo.lane[i])
+    if (b != lo.lane()[i])
       e.internalError(
           op, "has a result layout that is not the slice of its operand's");
   }
-  for (size_t i = 0; i < lo.warp.size(); ++i) {
-    gpu::Basis b = ll.warp[i];
+  for (size_t i = 0; i < lo.warp().size(); ++i) {
+    gpu::Basis b = ll.warp()[i];
     b.erase(b.begin() + axis);
-    if (b != lo.warp[i])
+    if (b != lo.warp()[i])
       e.internalError(
           op, "has a result layout that is not the slice of its operand's");
   }

@@ -25,17 +25,17 @@ int sharedVector(const gpu::LinearLayout &ll, const std::vector<int64_t> &w,
   if (isPred)
     return 1;
   int run = 0;
-  while (run < (int)ll.reg.size() && dot(ll.reg[run], w) == (int64_t(1) << run))
+  while (run < (int)ll.reg().size() && dot(ll.reg()[run], w) == (int64_t(1) << run))
     ++run;
   int64_t v = std::min<int64_t>({int64_t(1) << run, 4, 16 / eb});
   // Every vector must start at a multiple of its length: all other bases
   // (the register bits above the vector, lanes, warps) step by multiples.
   auto aligned = [&](int64_t v) {
     int bits = gpu::log2Exact(v);
-    for (size_t i = bits; i < ll.reg.size(); ++i)
-      if (dot(ll.reg[i], w) % v != 0)
+    for (size_t i = bits; i < ll.reg().size(); ++i)
+      if (dot(ll.reg()[i], w) % v != 0)
         return false;
-    for (const auto *set : {&ll.lane, &ll.warp})
+    for (const auto *set : {&ll.lane(), &ll.warp()})
       for (const gpu::Basis &b : *set)
         if (dot(b, w) % v != 0)
           return false;

@@ -198,8 +198,8 @@ std::string Emitter::threadLinear(const Type *t,
       i += k;
     }
   };
-  addBits(ll.lane, true);
-  addBits(ll.warp, false);
+  addBits(ll.lane(), true);
+  addBits(ll.warp(), false);
   threadLinearCache_[key] = acc;
   return acc;
 }
@@ -256,10 +256,10 @@ std::vector<int> Emitter::equalRegisters(Value *v) {
   // layout the coordinate is the OR of the bits, so clearing such bits
   // changes only the bits below the block size.
   int sameMask = 0;
-  for (size_t b = 0; b < ll.reg.size(); ++b)
+  for (size_t b = 0; b < ll.reg().size(); ++b)
     for (int d = 0; d < ll.rank(); ++d)
-      if (ll.reg[b][d] != 0 && d < info.rank() &&
-          ll.reg[b][d] < info.constancy[d])
+      if (ll.reg()[b][d] != 0 && d < info.rank() &&
+          ll.reg()[b][d] < info.constancy[d])
         sameMask |= 1 << b;
   for (int i = 0; i < n; ++i)
     rep[i] = i & ~sameMask;
