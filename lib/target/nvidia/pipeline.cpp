@@ -125,6 +125,7 @@ void compileKernel(const Module &m, const std::string &kernel,
                    const PipelineOptions &opts, PipelineInput input,
                    CompileResult &r) {
   Steps steps(r);
+  // 0. The options: the user's values, checked before any work.
   steps.begin("options");
   checkOptions(opts);
   r.target = opts.target.str();
@@ -162,7 +163,9 @@ void compileKernel(const Module &m, const std::string &kernel,
   r.kernel.gir = print(f);
   steps.end();
 
-  // 3. Shared memory: an offset for every op's scratch, within the limit.
+  // 3. Shared memory: an offset for every op's scratch, within the limit
+  // (a step of its own so that an allocation pass and a barrier-insertion
+  // pass can take its place).
   steps.begin("shared-memory");
   gpu::SharedMemoryPlan plan = planSharedMemory(f, opts);
   steps.end();
