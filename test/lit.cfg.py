@@ -52,3 +52,24 @@ for var in ("HOME", "TMPDIR", "TRITIUM_CACHE_DIR"):
         config.environment[var] = os.environ[var]
 
 config.substitutions.append(("%tritium_opt", os.path.join(build_dir, "tritium-opt")))
+
+
+def _ptxas():
+    """$TRITIUM_PTXAS (empty: none), /usr/local/cuda/bin/ptxas or ptxas on
+    PATH, as the runtime looks for it."""
+    env = os.environ.get("TRITIUM_PTXAS")
+    if env is not None:
+        return env if env and os.access(env, os.X_OK) else None
+    if os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
+        return "/usr/local/cuda/bin/ptxas"
+    return shutil.which("ptxas")
+
+
+# Tests assemble PTX with `%if ptxas %{ ... %{ptxas} -arch=... %}`: skipped
+# where ptxas is not installed (CI has it).
+_ptxas_path = _ptxas()
+if _ptxas_path:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%{ptxas}", _ptxas_path))
+if "TRITIUM_PTXAS" in os.environ:
+    config.environment["TRITIUM_PTXAS"] = os.environ["TRITIUM_PTXAS"]

@@ -1,15 +1,22 @@
-// tritium-opt: parse tile IR text, run passes, print the result.
+// tritium-opt: parse tile or GPU IR text, run passes, print the result (or
+// the PTX of its kernels).
 //
 //   tritium-opt [file|-] [--<pass> ...] [--pass-pipeline=a,b,c]
 //               [--default-pipeline] [--no-verify] [--stats]
 //               [--print-after=<pass|all>] [--no-locations] [-o out]
+//               [--target=sm_90a] [--num-warps=4] [--num-stages=3]
+//               [--bounds-check] [--emit-ptx]
 //
-// With no pass it parses, verifies and prints (a round trip). Errors go to
+// With no pass it parses, verifies and prints (a round trip). The options
+// (--target, --num-warps, ...) reach every pass; --emit-ptx runs the rest of
+// the compile (compileKernel: GPU passes unless the IR has layouts already,
+// shared memory, PTX) on every kernel after the passes given. Errors go to
 // stderr as `file:line:col: error: message`, exit status 1.
+#include "tritium/analysis/axis_info_printer.h"
 #include "tritium/gpu/layouts.h"
 #include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
-#include "tritium/transforms/pass.h"
+#include "tritium/target/nvidia/pipeline.h"
 
 #include <algorithm>
 #include <fstream>
@@ -30,7 +37,34 @@ struct Options {
   bool stats = false;
   bool locations = true;
   bool splitInput = false;
+  bool emitPtx = false;
+  PipelineOptions pipeline; // target, warps, stages, bounds checks
 };
+
+/// Passes that only tests run: they print what an analysis found.
+const PassTable &testPasses() {
+  static const PassTable passes = {
+      {"test-print-axis-info",
+       "Print the axis info of every integer and pointer value to stderr",
+       [](Module &m, const PipelineOptions &, PassStats &) {
+         for (auto &f : m.functions())
+           std::cerr << axisInfoReport(*f);
+       }},
+  };
+  return passes;
+}
+
+/// The passes the tool knows: every pass of the compiler, then the test
+/// passes.
+const PassTable &toolPasses() {
+  static const PassTable passes = [] {
+    PassTable all = allPasses();
+    for (const PassInfo &p : testPasses())
+      all.push_back(p);
+    return all;
+  }();
+  return passes;
+}
 
 void printHelp(std::ostream &os) {
   os << "usage: tritium-opt [file|-] [options]\n\n"
@@ -47,6 +81,15 @@ void printHelp(std::ostream &os) {
         "after each pass)\n"
         "  --stats                  print pass counters to stderr\n"
         "  --print-after=<pass|all> print the IR to stderr after that pass\n"
+        "                           (the GPU passes of --emit-ptx too)\n"
+        "  --target=<sm_XX>         GPU target (default sm_90a)\n"
+        "  --num-warps=<n>          warps per program (default 4)\n"
+        "  --num-stages=<n>         pipeline stages (default 3)\n"
+        "  --bounds-check           check every global access (debug "
+        "builds)\n"
+        "  --emit-ptx               after the passes, compile every kernel "
+        "and\n"
+        "                           print its PTX instead of the IR\n"
         "  --no-locations           omit loc(...) in the output\n"
         "  --split-input-file       treat each `// -----`-separated chunk as "
         "its own module\n"
@@ -55,7 +98,7 @@ void printHelp(std::ostream &os) {
         "  -o <file>                write the output to <file>\n"
         "  --help                   this text\n\n"
         "passes:\n";
-  for (const PassInfo &p : allPasses()) {
+  for (const PassInfo &p : toolPasses()) {
     std::string flag = "  --" + p.name;
     int pad = std::max(2, 29 - (int)flag.size());
     os << flag << std::string(pad, ' ') << p.description << "\n";
@@ -79,9 +122,20 @@ void report(const Location &loc, const std::string &fallbackFile,
 }
 
 void addPass(Options &o, const std::string &name) {
-  if (!lookupPass(name))
+  if (!lookupPass(toolPasses(), name))
     usageError("unknown pass '" + name + "'");
   o.passes.push_back(name);
+}
+
+int intOption(const std::string &flag, const std::string &v) {
+  try {
+    size_t used = 0;
+    int n = std::stoi(v, &used);
+    if (used == v.size())
+      return n;
+  } catch (const std::exception &) {
+  }
+  usageError(flag + " needs an integer, got '" + v + "'");
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -93,6 +147,15 @@ Options parseArgs(int argc, char **argv) {
       if (a.rfind(prefix, 0) == 0)
         return a.substr(prefix.size());
       return std::nullopt;
+    };
+    // `--flag=value` or `--flag value`.
+    auto option = [&](const std::string &flag) -> std::optional<std::string> {
+      if (a == flag) {
+        if (i + 1 >= argc)
+          usageError(flag + " needs a value");
+        return std::string(argv[++i]);
+      }
+      return valueOf(flag + "=");
     };
     if (a == "--help" || a == "-h") {
       printHelp(std::cout);
@@ -111,6 +174,20 @@ Options parseArgs(int argc, char **argv) {
       o.locations = false;
     } else if (a == "--split-input-file") {
       o.splitInput = true;
+    } else if (a == "--emit-ptx") {
+      o.emitPtx = true;
+    } else if (a == "--bounds-check") {
+      o.pipeline.boundsCheck = true;
+    } else if (auto v = option("--target")) {
+      try {
+        o.pipeline.target = GPUTarget::parse(*v);
+      } catch (const UserError &e) {
+        usageError(std::string("--target: ") + e.what());
+      }
+    } else if (auto v = option("--num-warps")) {
+      o.pipeline.numWarps = intOption("--num-warps", *v);
+    } else if (auto v = option("--num-stages")) {
+      o.pipeline.numStages = intOption("--num-stages", *v);
     } else if (a == "--default-pipeline") {
       for (const std::string &p : defaultPipeline())
         addPass(o, p);
@@ -121,7 +198,7 @@ Options parseArgs(int argc, char **argv) {
         if (!name.empty())
           addPass(o, name);
     } else if (auto v = valueOf("--print-after=")) {
-      if (*v != "all" && !lookupPass(*v))
+      if (*v != "all" && !lookupPass(toolPasses(), *v))
         usageError("--print-after: unknown pass '" + *v + "'");
       o.printAfter.push_back(*v);
     } else if (a.rfind("--", 0) == 0 && a.size() > 2) {
@@ -153,6 +230,45 @@ std::string readInput(const std::string &path) {
   return ss.str();
 }
 
+/// The PTX of every kernel of `m` as one PTX module: the first kernel's
+/// header (.version, .target, .address_size) and the shared-memory
+/// declaration once, so that ptxas assembles the whole.
+std::string emitPTX(Module &m, const PipelineOptions &opts, PassStats &stats) {
+  PipelineInput input =
+      isGPUIR(m) ? PipelineInput::GPUIR : PipelineInput::OptimizedTileIR;
+  std::vector<std::string> kernels;
+  for (auto &f : m.functions()) {
+    auto it = f->attrs().find("kernel");
+    if (it != f->attrs().end() && std::holds_alternative<bool>(it->second) &&
+        std::get<bool>(it->second))
+      kernels.push_back(f->name());
+  }
+  if (kernels.empty())
+    throw UserError("--emit-ptx: no kernel (a function with kernel = true) "
+                    "in the module",
+                    {});
+  std::string out;
+  bool haveShared = false;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    CompileResult r = compileKernel(m, kernels[k], opts, input);
+    for (const auto &[name, n] : r.stats.counters)
+      stats.add(name, n);
+    std::istringstream lines(r.kernel.ptx);
+    std::string line;
+    while (std::getline(lines, line)) {
+      bool header = line.rfind(".version", 0) == 0 ||
+                    line.rfind(".target", 0) == 0 ||
+                    line.rfind(".address_size", 0) == 0;
+      bool shared = line.rfind(".extern .shared", 0) == 0;
+      if ((header && k > 0) || (shared && haveShared))
+        continue;
+      haveShared |= shared;
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
 /// Parses, verifies and transforms one module; appends its text to `out`.
 /// Returns false after reporting an error.
 bool processModule(const std::string &text, const std::string &displayName,
@@ -169,31 +285,28 @@ bool processModule(const std::string &text, const std::string &displayName,
     return false;
   }
 
-  PassManagerOptions pm;
-  pm.verifyEach = o.verify;
-  for (const std::string &pass : o.passes) {
-    try {
-      runPasses(*m, {pass}, stats, pm);
-    } catch (const UserError &e) {
-      report(e.loc, displayName, e.what());
-      return false;
-    } catch (const IRError &e) {
-      report(e.loc, displayName, e.what());
-      return false;
-    } catch (const std::exception &e) {
-      report({}, displayName, std::string("internal error: ") + e.what());
-      return false;
-    }
-    bool dump = std::find(o.printAfter.begin(), o.printAfter.end(), pass) !=
-                    o.printAfter.end() ||
-                std::find(o.printAfter.begin(), o.printAfter.end(), "all") !=
-                    o.printAfter.end();
-    if (dump)
-      std::cerr << "// -----// IR Dump After " << pass << " //----- //\n"
-                << print(*m, printOpts) << "\n"
-                << std::flush;
+  PipelineOptions opts = o.pipeline;
+  opts.verifyEach = o.verify;
+  opts.printAfter = o.printAfter;
+  opts.dump = [&](const std::string &pass, const Module &dumped) {
+    std::cerr << "// -----// IR Dump After " << pass << " //----- //\n"
+              << print(dumped, printOpts) << "\n"
+              << std::flush;
+  };
+  std::string text2;
+  try {
+    runPasses(*m, o.passes, stats, opts, toolPasses());
+    text2 = o.emitPtx ? emitPTX(*m, opts, stats) : print(*m, printOpts);
+  } catch (const UserError &e) {
+    report(e.loc, displayName, e.what());
+    return false;
+  } catch (const IRError &e) {
+    report(e.loc, displayName, e.what());
+    return false;
+  } catch (const std::exception &e) {
+    report({}, displayName, std::string("internal error: ") + e.what());
+    return false;
   }
-  std::string text2 = print(*m, printOpts);
   if (!text2.empty() && text2.back() != '\n')
     text2 += '\n';
   out += text2;

@@ -1000,7 +1000,8 @@ tt.func @transpose(%in: !tt.ptr<f32> {tt.divisibility = 16}, %out: !tt.ptr<f32> 
 )";
   auto m = parseModule(text, "transpose.tir");
   PassStats stats;
-  gpu::runGPUPipeline(*m, 4, stats);
+  runPasses(*m, {"convert-to-gpu", "remove-layout-conversions"}, stats, {},
+            gpu::gpuPasses());
   verify(*m);
   int conversions = 0;
   m->walk([&](Operation *op) {

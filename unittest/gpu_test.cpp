@@ -1,11 +1,10 @@
 // Tests of the NVIDIA backend: layouts, axis info, the GPU passes, PTX
-// emission. Every kernel compiled here is assembled by ptxas for sm_80 and
-// sm_90a (skipped when ptxas is absent); the kernels of test/target/*.tir
-// are also checked with FileCheck (prefixes GIR and PTX) and those of
-// test/gpu/*.tir with prefix CHECK (skipped when FileCheck is absent).
+// emission, the compile driver. Every kernel compiled here is assembled by
+// ptxas for sm_80 and sm_90a (skipped when ptxas is absent). The FileCheck
+// tests of the kernels of test/target/*.tir (GPU IR and PTX) are lit tests:
+// `tritium-opt --target ... --emit-ptx` in their RUN lines.
 //
-// Tools: $TRITIUM_PTXAS or /usr/local/cuda/bin/ptxas or ptxas on PATH;
-// $TRITIUM_FILECHECK or /usr/lib/llvm-*/bin/FileCheck or FileCheck on PATH.
+// Tools: $TRITIUM_PTXAS or /usr/local/cuda/bin/ptxas or ptxas on PATH.
 #include "tritium/analysis/axis_info.h"
 #include "tritium/gpu/conversion.h"
 #include "tritium/gpu/layouts.h"
@@ -13,7 +12,7 @@
 #include "tritium/gpu/shared_memory.h"
 #include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
-#include "tritium/target/nvidia/ptx.h"
+#include "tritium/target/nvidia/pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -66,18 +65,6 @@ std::optional<std::string> findTool(const char *env,
 const std::optional<std::string> &ptxas() {
   static auto p =
       findTool("TRITIUM_PTXAS", {"/usr/local/cuda/bin/ptxas"}, "ptxas");
-  return p;
-}
-
-const std::optional<std::string> &fileCheck() {
-  static auto p = [] {
-    std::vector<std::string> c = {"/usr/lib/llvm-14/bin/FileCheck"};
-    if (fs::exists("/usr/lib"))
-      for (auto &d : fs::directory_iterator("/usr/lib"))
-        if (d.path().filename().string().rfind("llvm-", 0) == 0)
-          c.push_back((d.path() / "bin" / "FileCheck").string());
-    return findTool("TRITIUM_FILECHECK", c, "FileCheck");
-  }();
   return p;
 }
 
@@ -197,6 +184,14 @@ Operation *findOp(Function &f, OpCode code, int nth = 0) {
 
 std::string kernelFile(const std::string &name) {
   return readFile(repoRoot() / "test" / "target" / name);
+}
+
+/// The GPU passes, as compileKernel runs them, verified after each.
+void runGPUPasses(Module &m, PassStats &stats, int numWarps = 4) {
+  PipelineOptions o;
+  o.numWarps = numWarps;
+  runPasses(m, {"convert-to-gpu", "remove-layout-conversions"}, stats, o,
+            gpuPasses());
 }
 
 // ---------------------------------------------------------------------------
@@ -383,7 +378,7 @@ TEST(ConvertToGPU, EveryKernelGetsLayoutsAndVerifies) {
   for (auto &entry : fs::directory_iterator(repoRoot() / "test" / "target")) {
     auto m = parseModule(readFile(entry.path()), entry.path().string());
     PassStats stats;
-    runGPUPipeline(*m, 4, stats);
+    runGPUPasses(*m, stats);
     for (auto &f : m->functions())
       expectAllTensorsHaveLayouts(*f);
     EXPECT_NO_THROW(verify(*m)) << entry.path();
@@ -395,7 +390,7 @@ TEST(ConvertToGPU, TheMemoryBoundKernelsNeedNoConversion) {
                            "broadcast_2d.tir", "argmax.tir", "casts.tir"}) {
     auto m = parseModule(kernelFile(file));
     PassStats stats;
-    runGPUPipeline(*m, 4, stats);
+    runGPUPasses(*m, stats);
     for (auto &f : m->functions())
       EXPECT_EQ(countConversions(*f), 0) << file << " " << f->name();
   }
@@ -404,7 +399,7 @@ TEST(ConvertToGPU, TheMemoryBoundKernelsNeedNoConversion) {
 TEST(ConvertToGPU, TransposeConvertsOnceThroughSharedMemory) {
   auto m = parseModule(kernelFile("transpose.tir"));
   PassStats stats;
-  runGPUPipeline(*m, 4, stats);
+  runGPUPasses(*m, stats);
   Function &f = *m->functions().front();
   EXPECT_EQ(countConversions(f), 1);
   // The second is make_range's (rows and columns want different slices),
@@ -419,7 +414,7 @@ TEST(ConvertToGPU, NumWarpsAttributeWins) {
   auto m = parseModule(kernelFile("vector_add.tir"));
   m->lookup("add_f32")->attrs()["num_warps"] = int64_t(8);
   PassStats stats;
-  convertToGPU(*m, 4, stats);
+  convertToGPU(*m, PipelineOptions{}, stats);
   Function &f = *m->lookup("add_f32");
   auto *l = dynamic_cast<const BlockedLayout *>(
       layoutOf(findOp(f, OpCode::Load)->result(0)->type()));
@@ -439,7 +434,7 @@ TEST(ConvertToGPU, NonPowerOfTwoShapeIsAUserError) {
   auto m = parseModule(text);
   PassStats stats;
   try {
-    convertToGPU(*m, 4, stats);
+    convertToGPU(*m, PipelineOptions{}, stats);
     FAIL() << "expected a UserError";
   } catch (const UserError &e) {
     EXPECT_NE(std::string(e.what()).find("powers of two"), std::string::npos);
@@ -450,7 +445,7 @@ TEST(ConvertToGPU, NonPowerOfTwoShapeIsAUserError) {
 TEST(RemoveLayoutConversions, RecomputesCheapProducersInTheWantedLayout) {
   auto m = parseModule(kernelFile("vector_add.tir"));
   PassStats stats;
-  convertToGPU(*m, 4, stats);
+  convertToGPU(*m, PipelineOptions{}, stats);
   Function &f = *m->lookup("add_f32");
   // Convert the offsets (splat + make_range + addi) feeding the second
   // load's addptr, and the loaded value feeding the add.
@@ -465,7 +460,7 @@ TEST(RemoveLayoutConversions, RecomputesCheapProducersInTheWantedLayout) {
   add->operands()[0] = createLayoutConversion(add, c1, orig);
   ASSERT_EQ(countConversions(f), 3);
   PassStats s2;
-  removeLayoutConversions(*m, s2);
+  removeLayoutConversions(*m, PipelineOptions{}, s2);
   // The offsets are rebuilt (make_range, splat, addi); the round trip of the
   // loaded value folds away.
   EXPECT_EQ(countConversions(f), 0);
@@ -478,63 +473,14 @@ TEST(RemoveLayoutConversions, RecomputesCheapProducersInTheWantedLayout) {
 TEST(RemoveLayoutConversions, KeepsConversionsOfLoadedValues) {
   auto m = parseModule(kernelFile("vector_add.tir"));
   PassStats stats;
-  convertToGPU(*m, 4, stats);
+  convertToGPU(*m, PipelineOptions{}, stats);
   Function &f = *m->lookup("add_f32");
   Operation *add = findOp(f, OpCode::AddF);
   add->operands()[0] = createLayoutConversion(
       add, add->operand(0), BlockedLayout::get({1}, {32}, {4}, {0}));
   PassStats s2;
-  removeLayoutConversions(*m, s2);
+  removeLayoutConversions(*m, PipelineOptions{}, s2);
   EXPECT_EQ(countConversions(f), 1);
-}
-
-// ---------------------------------------------------------------------------
-// PTX: the kernels of test/target, FileCheck and ptxas
-// ---------------------------------------------------------------------------
-
-void fileCheck(const fs::path &file, const std::string &prefix,
-               const std::string &input) {
-  CommandResult r =
-      runCommand("'" + *fileCheck() + "' --check-prefix=" + prefix + " '" +
-                     file.string() + "'",
-                 input);
-  EXPECT_EQ(r.status, 0) << file << " (prefix " << prefix << "):\n" << r.output;
-}
-
-TEST(GPUKernels, TargetKernelsPassFileCheckAndPtxas) {
-  int files = 0;
-  for (auto &entry : fs::directory_iterator(repoRoot() / "test" / "target")) {
-    if (entry.path().extension() != ".tir")
-      continue;
-    ++files;
-    SCOPED_TRACE(entry.path().string());
-    std::string text = readFile(entry.path());
-    std::string ptx = compileAndAssemble(text, 4, entry.path().string());
-    if (!fileCheck())
-      continue;
-    fileCheck(entry.path(), "PTX", ptx);
-    // What the RUN line does with tritium-opt.
-    auto m = parseModule(text, entry.path().string());
-    PassStats stats;
-    runGPUPipeline(*m, 4, stats);
-    fileCheck(entry.path(), "GIR", print(*m));
-  }
-  EXPECT_GE(files, 8);
-  if (!ptxas() || !fileCheck())
-    GTEST_SKIP() << "ptxas or FileCheck not found: some checks skipped";
-}
-
-TEST(GPUKernels, GPUPassTestsPassFileCheck) {
-  if (!fileCheck())
-    GTEST_SKIP() << "FileCheck not found";
-  for (auto &entry : fs::directory_iterator(repoRoot() / "test" / "gpu")) {
-    if (entry.path().extension() != ".tir")
-      continue;
-    auto m = parseModule(readFile(entry.path()), entry.path().string());
-    PassStats stats;
-    runGPUPipeline(*m, 4, stats);
-    fileCheck(entry.path(), "CHECK", print(*m));
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -987,6 +933,93 @@ TEST(GPUKernels, FpFusionIsAnOption) {
   EXPECT_NE(exact.find("sub.rn.f32"), std::string::npos);
   if (ptxas())
     EXPECT_EQ(assemble(exact, "sm_90a"), "");
+}
+
+// ---------------------------------------------------------------------------
+// The compile driver (compileKernel)
+// ---------------------------------------------------------------------------
+
+const char *kCallingKernel =
+    R"(tt.func @twice(%x: tensor<128xf32>) -> tensor<128xf32> {
+  %y = arith.addf %x, %x : tensor<128xf32>
+  tt.return %y
+}
+tt.func @k(%p: !tt.ptr<f32> {tt.divisibility = 16}) attributes {kernel = true} {
+  %r = tt.make_range {end = 128, start = 0} : tensor<128xi32>
+  %ps = tt.splat %p : tensor<128x!tt.ptr<f32>>
+  %pa = tt.addptr %ps, %r : tensor<128x!tt.ptr<f32>>
+  %x = tt.load %pa : tensor<128xf32>
+  %y = tt.call %x {callee = "twice"} : tensor<128xf32>
+  tt.store %pa, %y
+  tt.return
+})";
+
+TEST(CompileKernel, TileIRInputRunsTheTilePassesFirst) {
+  auto m = parseModule(kCallingKernel);
+  std::string before = print(*m);
+  CompileResult r =
+      compileKernel(*m, "k", PipelineOptions{}, PipelineInput::TileIR);
+  EXPECT_EQ(print(*m), before); // the caller's module is left alone
+  EXPECT_EQ(r.stats.counters["inline.calls"], 1);
+  EXPECT_EQ(r.tir.find("tt.call"), std::string::npos) << r.tir;
+  EXPECT_GT(r.stats.counters["gpu.layouts-assigned"], 0);
+  std::vector<std::string> steps;
+  for (const auto &[step, ms] : r.timings) {
+    steps.push_back(step);
+    EXPECT_GE(ms, 0);
+  }
+  EXPECT_EQ(steps, (std::vector<std::string>{"options", "tile", "gpu",
+                                             "shared-memory", "ptx"}));
+  EXPECT_FALSE(r.assembled);
+  EXPECT_NE(r.kernel.ptx.find(".visible .entry k("), std::string::npos);
+  // Taken as optimised tile IR, the call is still there: a bug of the
+  // caller's, reported as such.
+  EXPECT_THROW(compileKernel(*m, "k", PipelineOptions{}), InternalError);
+}
+
+TEST(CompileKernel, AFailureSaysWhichStepFailed) {
+  auto m = parseModule(kernelFile("transpose.tir"));
+  PipelineOptions o;
+  CompileResult r;
+  EXPECT_THROW(compileKernel(*m, "nope", o, PipelineInput::OptimizedTileIR, r),
+               UserError);
+  EXPECT_EQ(r.step, "gpu");
+  o.numStages = 0;
+  EXPECT_THROW(compileKernel(*m, "transpose", o), UserError);
+  o.numStages = 3;
+  o.assemble = ptxas().has_value();
+  CompileResult ok = compileKernel(*m, "transpose", o);
+  EXPECT_EQ(ok.step, o.assemble ? "ptxas" : "ptx");
+  EXPECT_EQ(ok.assembled, o.assemble);
+  if (o.assemble) {
+    EXPECT_EQ(ok.cubin.substr(0, 4), "\x7f" "ELF");
+    EXPECT_GT(ok.ms("ptxas"), 0);
+  }
+}
+
+TEST(CompileKernel, GPUIRInputGivesTheSamePTX) {
+  auto m = parseModule(kernelFile("softmax.tir"));
+  PipelineOptions o;
+  o.numWarps = 8;
+  std::string fromTile = compileKernel(*m, "softmax_kernel", o).kernel.ptx;
+  PassStats stats;
+  runGPUPasses(*m, stats, 8);
+  EXPECT_EQ(compileKernel(*m, "softmax_kernel", o, PipelineInput::GPUIR)
+                .kernel.ptx,
+            fromTile);
+  EXPECT_TRUE(isGPUIR(*m));
+  o.numWarps = 4;
+  EXPECT_THROW(compileKernel(*m, "softmax_kernel", o, PipelineInput::GPUIR),
+               UserError);
+}
+
+TEST(CompileKernel, EveryPassInOneTableTileThenGPU) {
+  const PassTable &all = allPasses();
+  ASSERT_EQ(all.size(), tilePasses().size() + gpuPasses().size());
+  for (size_t i = 0; i < tilePasses().size(); ++i)
+    EXPECT_EQ(all[i].name, tilePasses()[i].name);
+  EXPECT_NE(lookupPass(all, "convert-to-gpu"), nullptr);
+  EXPECT_EQ(lookupPass(tilePasses(), "convert-to-gpu"), nullptr);
 }
 
 // ---------------------------------------------------------------------------

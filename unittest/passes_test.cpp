@@ -763,10 +763,10 @@ TEST(PassesManager, RegistryAndDefaultPipeline) {
                                        "canonicalize", "cse", "dce"};
   EXPECT_EQ(defaultPipeline(), expected);
   for (std::string name : {"inline", "canonicalize", "unroll", "cse", "dce", "licm"})
-    EXPECT_NE(lookupPass(name), nullptr) << name;
-  EXPECT_EQ(lookupPass("nope"), nullptr);
+    EXPECT_NE(lookupPass(tilePasses(), name), nullptr) << name;
+  EXPECT_EQ(lookupPass(tilePasses(), "nope"), nullptr);
   for (const std::string &name : defaultPipeline())
-    EXPECT_NE(lookupPass(name), nullptr) << name;
+    EXPECT_NE(lookupPass(tilePasses(), name), nullptr) << name;
 }
 
 TEST(PassesManager, WrapsFailuresAndNamesThePass) {
@@ -802,17 +802,17 @@ TEST(PassesManager, VerifiesAfterEachPassAndDumps) {
   } catch (const InternalError &e) {
     EXPECT_NE(std::string(e.what()).find("'cse'"), std::string::npos) << e.what();
   }
-  PassManagerOptions noVerify;
+  PipelineOptions noVerify;
   noVerify.verifyEach = false;
   EXPECT_NO_THROW(runPasses(k.m, {"cse"}, stats, noVerify));
 
   auto m = parse("tt.func @k() attributes {kernel = true} {\n  tt.return\n}\n");
   std::vector<std::string> dumped;
-  PassManagerOptions opts;
+  PipelineOptions opts;
   opts.printAfter = {"dce"};
-  opts.dump = [&](const std::string &pass, const std::string &ir) {
+  opts.dump = [&](const std::string &pass, const Module &dm) {
     dumped.push_back(pass);
-    EXPECT_NE(ir.find("@k"), std::string::npos);
+    EXPECT_EQ(&dm, m.get());
   };
   runPasses(*m, {"cse", "dce", "cse"}, stats, opts);
   EXPECT_EQ(dumped, std::vector<std::string>{"dce"});

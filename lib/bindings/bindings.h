@@ -77,7 +77,7 @@ void bindIR(py::module_ &m);
 void bindBuilder(py::module_ &m);
 void bindTools(py::module_ &m);
 void bindRuntime(py::module_ &m); // lib/bindings/runtime.cpp (CUDA driver, ptxas, launcher)
-void bindCompileBatch(py::module_ &m); // lib/bindings/compile_batch.cpp (parallel GPU compiles)
+void bindCompile(py::module_ &m); // lib/bindings/compile.cpp (compile_to_ptx, compile_batch)
 void bindFastLaunch(py::module_ &m); // lib/bindings/fast_launch.cpp (after bindRuntime)
 
 } // namespace tritium::bindings

@@ -7,7 +7,7 @@
 #include "tritium/gpu/layouts.h"
 #include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
-#include "tritium/transforms/pass.h"
+#include "tritium/target/nvidia/pipeline.h"
 
 namespace tritium::bindings {
 
@@ -110,24 +110,31 @@ void bindTools(py::module_ &m) {
     return names;
   });
   m.def("pass_description", [](const std::string &name) -> py::object {
-    const PassInfo *p = lookupPass(name);
+    const PassInfo *p = lookupPass(allPasses(), name);
     if (!p)
       return py::none();
     return py::str(p->description);
   }, py::arg("name"));
   m.def(
       "run_passes",
-      [](Module &mod, const std::vector<std::string> &passes, bool verifyEach) {
+      [](Module &mod, const std::vector<std::string> &passes, bool verifyEach,
+         const std::string &target, int numWarps, int numStages) {
         for (const std::string &p : passes)
-          if (!lookupPass(p))
+          if (!lookupPass(allPasses(), p))
             throw py::value_error("unknown pass '" + p + "'");
         PassStats stats;
-        PassManagerOptions opts;
+        PipelineOptions opts;
         opts.verifyEach = verifyEach;
-        runPasses(mod, passes, stats, opts);
+        opts.target = GPUTarget::parse(target);
+        opts.numWarps = numWarps;
+        opts.numStages = numStages;
+        runPasses(mod, passes, stats, opts, allPasses());
         return stats.counters;
       },
-      py::arg("module"), py::arg("passes"), py::arg("verify_each") = true);
+      py::arg("module"), py::arg("passes"), py::arg("verify_each") = true, py::kw_only(),
+      py::arg("target") = "sm_90a", py::arg("num_warps") = 4, py::arg("num_stages") = 3,
+      "Runs the named passes (all_passes()) in order with these options; returns the "
+      "pass counters.");
   m.def(
       "print_module",
       [](const Module &mod, bool locations) {
@@ -197,6 +204,6 @@ PYBIND11_MODULE(_C, m) {
   tb::bindIR(m);
   tb::bindBuilder(m);
   tb::bindRuntime(m);
-  tb::bindCompileBatch(m);
+  tb::bindCompile(m);
   tb::bindFastLaunch(m);
 }

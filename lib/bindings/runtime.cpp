@@ -1,5 +1,6 @@
 // The GPU half of tritium._C: the CUDA driver (loaded lazily), ptxas, and
-// the kernel launcher. See docs/bindings.md ("Runtime").
+// the kernel launcher. See docs/bindings.md ("Runtime"). The compile entry
+// points are in compile.cpp.
 #include "bindings.h"
 
 #include "tritium/runtime/cuda_driver.h"
@@ -171,56 +172,6 @@ void bindRuntime(py::module_ &m) {
         runtime::checkDevicePointer(address, what);
       },
       py::arg("address"), py::arg("what") = "pointer");
-
-  m.def(
-      "compile_to_ptx",
-      [](Module &mod, const std::string &kernel, const std::string &target, int numWarps,
-         int numStages, bool boundsCheck) {
-        GPUOptions opts;
-        opts.target = GPUTarget::parse(target);
-        opts.numWarps = numWarps;
-        opts.numStages = numStages;
-        opts.boundsCheck = boundsCheck;
-        CompiledKernel ck;
-        {
-          // compileToPTX works on its own clone of the module.
-          py::gil_scoped_release release;
-          ck = compileToPTX(mod, kernel, opts);
-        }
-        py::dict out;
-        out["name"] = ck.name;
-        out["gir"] = ck.gir;
-        out["ptx"] = ck.ptx;
-        out["num_warps"] = ck.numWarps;
-        out["shared_bytes"] = ck.sharedBytes;
-        out["target"] = opts.target.str();
-        py::list params;
-        for (const KernelParam &p : ck.params)
-          params.append(py::make_tuple(runtime::kindName(p.kind), p.name));
-        out["params"] = params;
-        if (boundsCheck) {
-          py::list hidden, sites;
-          for (const KernelParam &p : ck.hiddenParams)
-            hidden.append(py::make_tuple(runtime::kindName(p.kind), p.name));
-          for (const AccessSite &s : ck.accessSites)
-            sites.append(py::make_tuple(s.kind, s.param, s.elemBytes, s.loc.file, s.loc.line,
-                                        s.loc.col));
-          py::dict bc;
-          bc["hidden_params"] = hidden;
-          bc["sites"] = sites;
-          bc["unchecked"] = ck.uncheckedAccesses;
-          bc["record_bytes"] = BoundsRecordLayout::kSize;
-          out["bounds_check"] = bc;
-        }
-        return out;
-      },
-      py::arg("module"), py::arg("kernel"), py::arg("target") = "sm_90a",
-      py::arg("num_warps") = 4, py::arg("num_stages") = 3, py::arg("bounds_check") = false,
-      "Tile IR (after the default pipeline) -> GPU IR -> PTX for `target`. Returns "
-      "dict(name, gir, ptx, num_warps, shared_bytes, target, params=[(kind, name)]); with "
-      "bounds_check, the PTX checks every global access (see docs/gpu-debug.md) and the dict "
-      "has bounds_check=dict(hidden_params=[(kind, name)], sites=[(kind, param, elem_bytes, "
-      "file, line, col)], unchecked, record_bytes).");
 
   m.def("ptxas_path", [] { return runtime::findPtxas(); });
   m.def("ptxas_version", &runtime::ptxasVersion);

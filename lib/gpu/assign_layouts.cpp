@@ -397,12 +397,12 @@ Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l) {
   return b->insert(b->find(before), std::move(op))->result(0);
 }
 
-void convertToGPU(Module &m, int numWarps, PassStats &stats) {
+void convertToGPU(Module &m, const PipelineOptions &opts, PassStats &stats) {
   for (auto &fn : m.functions()) {
     Function &f = *fn;
     if (hasGPULayouts(f))
       continue;
-    int nw = numWarps;
+    int nw = opts.numWarps;
     auto it = f.attrs().find("num_warps");
     if (it != f.attrs().end() && std::holds_alternative<int64_t>(it->second))
       nw = (int)std::get<int64_t>(it->second);

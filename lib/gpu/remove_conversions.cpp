@@ -138,7 +138,8 @@ int eraseDeadPureOps(Function &f) {
 
 } // namespace
 
-void removeLayoutConversions(Module &m, PassStats &stats) {
+void removeLayoutConversions(Module &m, const PipelineOptions &,
+                             PassStats &stats) {
   for (auto &fn : m.functions()) {
     Function &f = *fn;
     std::vector<Operation *> convs;
@@ -175,23 +176,18 @@ void removeLayoutConversions(Module &m, PassStats &stats) {
   }
 }
 
-const std::vector<PassInfo> &gpuPasses() {
-  static const std::vector<PassInfo> passes = {
+const PassTable &gpuPasses() {
+  static const PassTable passes = {
       {"convert-to-gpu",
        "Give every tensor a GPU layout (coalesced blocked, slice), inserting "
        "layout conversions",
-       [](Module &m, PassStats &s) { convertToGPU(m, 4, s); }},
+       convertToGPU},
       {"remove-layout-conversions",
        "Drop needless layout conversions; recompute cheap producers in the "
        "wanted layout",
        removeLayoutConversions},
   };
   return passes;
-}
-
-void runGPUPipeline(Module &m, int numWarps, PassStats &stats) {
-  convertToGPU(m, numWarps, stats);
-  removeLayoutConversions(m, stats);
 }
 
 } // namespace tritium::gpu

@@ -411,7 +411,7 @@ private:
 
 } // namespace
 
-void canonicalize(Module &m, PassStats &stats) {
+void canonicalize(Module &m, const PipelineOptions &, PassStats &stats) {
   // Each sweep strictly shrinks or simplifies the IR; the cap only guards
   // against a rule pair that undoes each other.
   constexpr int kMaxSweeps = 64;

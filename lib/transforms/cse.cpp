@@ -119,7 +119,7 @@ private:
 
 } // namespace
 
-void cse(Module &m, PassStats &stats) {
+void cse(Module &m, const PipelineOptions &, PassStats &stats) {
   for (auto &f : m.functions())
     CSE().run(*f, stats);
 }

@@ -307,7 +307,7 @@ bool sweepFunction(Function &f, PassStats &stats) {
 
 } // namespace
 
-void dce(Module &m, PassStats &stats) {
+void dce(Module &m, const PipelineOptions &, PassStats &stats) {
   stats.add("dce.functions-removed", removeUnreachableFunctions(m));
   for (auto &f : m.functions()) {
     // One sweep removes everything dead; a second finds nothing unless a

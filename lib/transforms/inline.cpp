@@ -97,7 +97,7 @@ private:
 
 } // namespace
 
-void inlineCalls(Module &m, PassStats &stats) {
+void inlineCalls(Module &m, const PipelineOptions &, PassStats &stats) {
   Inliner inliner(m, stats);
   for (auto &f : m.functions())
     inliner.process(f.get());

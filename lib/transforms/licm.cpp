@@ -91,7 +91,7 @@ int64_t visitRegion(Region &region) {
 
 } // namespace
 
-void licm(Module &m, PassStats &stats) {
+void licm(Module &m, const PipelineOptions &, PassStats &stats) {
   int64_t hoisted = 0;
   for (auto &f : m.functions())
     hoisted += visitRegion(f->body());

@@ -1,5 +1,4 @@
 // runPasses: runs passes by name, verifying after each (see pass.h).
-#include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
 #include "tritium/transforms/pass.h"
 
@@ -15,7 +14,7 @@ std::string describe(const IRError &e) {
   return msg;
 }
 
-bool wantsDump(const PassManagerOptions &opts, const std::string &pass) {
+bool wantsDump(const PipelineOptions &opts, const std::string &pass) {
   return std::find(opts.printAfter.begin(), opts.printAfter.end(), pass) !=
              opts.printAfter.end() ||
          std::find(opts.printAfter.begin(), opts.printAfter.end(), "all") !=
@@ -24,19 +23,27 @@ bool wantsDump(const PassManagerOptions &opts, const std::string &pass) {
 
 } // namespace
 
+const PassInfo *lookupPass(const PassTable &table, const std::string &name) {
+  for (const PassInfo &p : table)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
 void runPasses(Module &m, const std::vector<std::string> &passes,
-               PassStats &stats, const PassManagerOptions &opts) {
+               PassStats &stats, const PipelineOptions &opts,
+               const PassTable &table) {
   // Unknown names fail before any pass has changed the module.
   std::vector<const PassInfo *> infos;
   for (const std::string &name : passes) {
-    const PassInfo *p = lookupPass(name);
+    const PassInfo *p = lookupPass(table, name);
     if (!p)
       throw InternalError("unknown pass '" + name + "'");
     infos.push_back(p);
   }
   for (const PassInfo *p : infos) {
     try {
-      p->run(m, stats);
+      p->run(m, opts, stats);
     } catch (const UserError &) {
       throw;
     } catch (const IRError &e) {
@@ -53,7 +60,7 @@ void runPasses(Module &m, const std::vector<std::string> &passes,
       }
     }
     if (opts.dump && wantsDump(opts, p->name))
-      opts.dump(p->name, print(m));
+      opts.dump(p->name, m);
   }
 }
 

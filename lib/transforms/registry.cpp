@@ -1,35 +1,23 @@
-// The table of passes and the default pipeline.
-#include "tritium/gpu/passes.h"
+// The table of tile passes and the default tile pipeline. The GPU passes
+// have their own table (lib/gpu); the compile driver joins the two
+// (lib/target/nvidia/pipeline.cpp).
 #include "tritium/transforms/passes.h"
 
 namespace tritium {
 
-const std::vector<PassInfo> &allPasses() {
-  static const std::vector<PassInfo> passes = [] {
-    std::vector<PassInfo> all = {
-        {"inline", "Inline every tt.call (recursion is an error)", inlineCalls},
-        {"canonicalize",
-         "Fold constants, apply algebraic identities, simplify scf.if/scf.for",
-         canonicalize},
-        {"unroll", "Fully unroll tl.static_range loops (unroll = \"full\")",
-         unrollLoops},
-        {"cse", "Eliminate common subexpressions of pure ops", cse},
-        {"dce", "Remove unused pure ops, loop-carried values and functions", dce},
-        {"licm", "Hoist loop-invariant pure ops out of scf.for/scf.while", licm},
-    };
-    // Tile IR -> GPU IR (lib/gpu), for tritium-opt and the bindings.
-    for (const PassInfo &p : gpu::gpuPasses())
-      all.push_back(p);
-    return all;
-  }();
+const PassTable &tilePasses() {
+  static const PassTable passes = {
+      {"inline", "Inline every tt.call (recursion is an error)", inlineCalls},
+      {"canonicalize",
+       "Fold constants, apply algebraic identities, simplify scf.if/scf.for",
+       canonicalize},
+      {"unroll", "Fully unroll tl.static_range loops (unroll = \"full\")",
+       unrollLoops},
+      {"cse", "Eliminate common subexpressions of pure ops", cse},
+      {"dce", "Remove unused pure ops, loop-carried values and functions", dce},
+      {"licm", "Hoist loop-invariant pure ops out of scf.for/scf.while", licm},
+  };
   return passes;
-}
-
-const PassInfo *lookupPass(const std::string &name) {
-  for (const PassInfo &p : allPasses())
-    if (p.name == name)
-      return &p;
-  return nullptr;
 }
 
 std::vector<std::string> defaultPipeline() {

@@ -147,7 +147,7 @@ private:
 
 } // namespace
 
-void unrollLoops(Module &m, PassStats &stats) {
+void unrollLoops(Module &m, const PipelineOptions &, PassStats &stats) {
   for (auto &f : m.functions())
     Unroller(*f, stats).run();
 }

@@ -114,6 +114,55 @@ def test_one_bad_job_reports_its_error_and_the_others_succeed():
     assert len(good) == len(jobs) and all(r["error"] is None and r["ptx"] for r in good)
 
 
+def test_batch_compiles_bounds_checked_jobs_like_compile_to_ptx():
+    jobs = good_jobs()[:2]
+    spec = [(t.module, t.name, "sm_90a", nw, 3, True) for t, nw in jobs]
+    spec.append((jobs[0][0].module, jobs[0][0].name, "sm_90a", jobs[0][1], 3, False))
+    results = C.compile_batch(spec, False, 2)
+    for (t, nw), r in zip(jobs, results):
+        assert r["error"] is None, r["error"]
+        one = C.compile_to_ptx(t.module, t.name, "sm_90a", nw, 3, bounds_check=True)
+        assert r["ptx"] == one["ptx"] and r["bounds_check"] == one["bounds_check"]
+        bc = r["bounds_check"]
+        # An extent per parameter, then the record.
+        assert len(bc["hidden_params"]) == len(r["params"]) + 1
+        assert bc["sites"] and bc["record_bytes"] == 32
+        assert "_bounds_record" in r["ptx"]
+    unchecked = results[-1]
+    assert unchecked["error"] is None and "bounds_check" not in unchecked
+    assert "_bounds_record" not in unchecked["ptx"]
+    assert unchecked["ptx"] != results[0]["ptx"]
+
+
+def test_compile_to_ptx_runs_the_whole_compile():
+    """From the IR the code generator builds: the tile passes, the GPU passes,
+    PTX and (with ptxas) the cubin, in one call; the same PTX as the tile
+    passes run apart."""
+    from tritium.compiler import codegen  # noqa: PLC0415
+    params, _ = build_specialization(softmax_kernel, SOFTMAX_SIG, {"BLOCK": 1024},
+                                     divisible_by_16=list(SOFTMAX_SIG))
+    raw, name = codegen.build_kernel(softmax_kernel, params, None)
+    raw_text = C.print_module(raw, False)
+    r = C.compile_to_ptx(raw, name, "sm_90a", 4, 3, tile_passes=True, ptxas=HAS_PTXAS,
+                         verify_each=True)
+    assert C.print_module(raw, False) == raw_text  # the caller's module is left alone
+    optimised = tile(softmax_kernel, SOFTMAX_SIG, {"BLOCK": 1024})
+    assert r["tir"] == C.print_module(optimised.module, True)
+    assert r["ptx"] == C.compile_to_ptx(optimised.module, name, "sm_90a", 4, 3)["ptx"]
+    tile_stats = C.run_passes(raw, C.default_pipeline())
+    assert {k: v for k, v in r["stats"].items() if not k.startswith("gpu.")} == tile_stats
+    assert r["stats"]["gpu.layouts-assigned"] > 0
+    assert list(r["timings"]) == ["options", "tile", "gpu", "shared-memory", "ptx"] + (
+        ["ptxas"] if HAS_PTXAS else [])
+    assert r["ptx_ms"] == pytest.approx(sum(v for k, v in r["timings"].items() if k != "ptxas"))
+    if HAS_PTXAS:
+        assert r["cubin"][:4] == b"\x7fELF" and r["ptxas_ms"] > 0
+    else:
+        assert r["cubin"] is None
+    # Without tile_passes the input is taken as optimised already.
+    assert "tir" not in C.compile_to_ptx(optimised.module, name, "sm_90a", 4, 3)
+
+
 def test_bad_job_tuples_are_rejected_before_any_work():
     t = good_jobs()[0][0]
     with pytest.raises(ValueError):

@@ -25,10 +25,11 @@ namespace tritium::gpu {
 ///     (slice layouts for reductions), so that those ops move no data.
 ///  4. Where two layouts still meet, a conversion is inserted.
 /// Tensor dims must be powers of two (UserError otherwise). The number of
-/// warps is `numWarps` (the function attribute `num_warps`, when present,
-/// wins; it is set on every function converted).
+/// warps is opts.numWarps (the function attribute `num_warps`, when present,
+/// wins; it is set on every function converted). Functions that already
+/// have layouts are left alone.
 /// Counters: gpu.layouts-assigned, gpu.conversions-inserted.
-void convertToGPU(Module &m, int numWarps, PassStats &stats);
+void convertToGPU(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--remove-layout-conversions`: drops conversions to the same layout,
 /// folds chains of conversions, and recomputes cheap producers (constants,
@@ -36,19 +37,17 @@ void convertToGPU(Module &m, int numWarps, PassStats &stats);
 /// expand_dims over them) directly in the wanted layout instead of moving
 /// their values through shared memory; then erases what became unused.
 /// Counters: gpu.conversions-removed, gpu.ops-rematerialized.
-void removeLayoutConversions(Module &m, PassStats &stats);
+void removeLayoutConversions(Module &m, const PipelineOptions &opts,
+                             PassStats &stats);
 
 /// True for a layout conversion of the GPU IR (ttg.convert_layout).
 bool isLayoutConversion(const Operation &op);
 /// Inserts a conversion of `v` to layout `l` before `before`.
 Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l);
 
-/// The GPU passes, in the form of the pass registry (flag names
-/// "convert-to-gpu" and "remove-layout-conversions"); the lead merges them
-/// into allPasses().
-const std::vector<PassInfo> &gpuPasses();
-
-/// The GPU pipeline compileToPTX runs after the tile pipeline.
-void runGPUPipeline(Module &m, int numWarps, PassStats &stats);
+/// The table of GPU passes (flag names "convert-to-gpu",
+/// "remove-layout-conversions"), for runPasses. The order they run in is
+/// the compile driver's (compileKernel, lib/target/nvidia/pipeline.cpp).
+const PassTable &gpuPasses();
 
 } // namespace tritium::gpu

@@ -1,12 +1,16 @@
-// Passes over tile IR and the pass manager.
+// Passes and the pass manager.
 //
-// A pass is a free function `void name(Module &, PassStats &)` registered in
-// the table of passes (lib/transforms/registry.cpp) under its flag name, e.g.
-// "cse" -> `tritium-opt --cse`. The default pipeline is one readable list
-// (defaultPipeline()).
+// A pass is a free function `void name(Module &, const PipelineOptions &,
+// PassStats &)` registered in a table of passes under its flag name, e.g.
+// "cse" -> `tritium-opt --cse`. Each layer keeps its own table: the tile
+// passes here (tilePasses(), lib/transforms/registry.cpp), the GPU passes in
+// lib/gpu (gpu::gpuPasses()); the table of every pass, which tritium-opt and
+// the bindings use, is the compile driver's (tritium/target/nvidia/
+// pipeline.h), the one layer that sees both.
 #pragma once
 
 #include "tritium/ir/ir.h"
+#include "tritium/transforms/pipeline_options.h"
 
 #include <functional>
 #include <map>
@@ -22,7 +26,8 @@ struct PassStats {
   void add(const std::string &name, int64_t n = 1) { counters[name] += n; }
 };
 
-using PassFn = std::function<void(Module &, PassStats &)>;
+using PassFn =
+    std::function<void(Module &, const PipelineOptions &, PassStats &)>;
 
 struct PassInfo {
   std::string name;        // flag name: "cse", "canonicalize", ...
@@ -30,26 +35,24 @@ struct PassInfo {
   PassFn run;
 };
 
-/// Every registered pass, in a stable order.
-const std::vector<PassInfo> &allPasses();
-const PassInfo *lookupPass(const std::string &name);
+using PassTable = std::vector<PassInfo>;
+
+/// The target-independent passes over tile IR, in a stable order.
+const PassTable &tilePasses();
+/// The pass named `name` in `table`, or nullptr.
+const PassInfo *lookupPass(const PassTable &table, const std::string &name);
 
 /// The tile-level pipeline the frontend runs after building a kernel:
 /// inline, unroll, canonicalize, cse, dce (see registry.cpp).
 std::vector<std::string> defaultPipeline();
 
-struct PassManagerOptions {
-  /// Run the verifier after every pass (tests and debug builds).
-  bool verifyEach = true;
-  /// Print the IR after these passes ("all" for every pass) to `dump`.
-  std::vector<std::string> printAfter;
-  std::function<void(const std::string &pass, const std::string &ir)> dump;
-};
-
-/// Runs the named passes in order. An exception thrown inside a pass that is
-/// not a UserError is rethrown as InternalError saying which pass failed.
-/// The verifier failing after a pass is an InternalError naming that pass.
+/// Runs the named passes of `table` in order with `opts`. An exception
+/// thrown inside a pass that is not a UserError is rethrown as InternalError
+/// saying which pass failed. With opts.verifyEach, the verifier failing after
+/// a pass is an InternalError naming that pass; opts.dump receives the IR
+/// after the passes opts.printAfter names.
 void runPasses(Module &m, const std::vector<std::string> &passes,
-               PassStats &stats, const PassManagerOptions &opts = {});
+               PassStats &stats, const PipelineOptions &opts = {},
+               const PassTable &table = tilePasses());
 
 } // namespace tritium

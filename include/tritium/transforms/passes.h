@@ -1,7 +1,8 @@
 // The target-independent passes over tile IR, one per file in
 // lib/transforms/. Each is registered under its flag name in registry.cpp;
-// prefer `runPasses(m, {"cse"}, stats)` over calling these directly, so that
-// the verifier and error wrapping apply.
+// prefer `runPasses(m, {"cse"}, stats, opts)` over calling these directly, so
+// that the verifier and error wrapping apply. None of them reads an option
+// yet; they take the options like every pass does.
 #pragma once
 
 #include "tritium/transforms/pass.h"
@@ -15,13 +16,13 @@ namespace tritium {
 /// taken branch of an scf.if on a constant and drops scf.for loops that run
 /// zero times; repeats until nothing changes, then erases pure ops whose
 /// results are unused. Counters: canonicalize.folded, .simplified, .erased.
-void canonicalize(Module &m, PassStats &stats);
+void canonicalize(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--cse`: replaces a pure op by an identical one (same op, operands,
 /// attributes, result types; commutative operands in either order) that
 /// dominates it: earlier in the same block or in an enclosing block. Ops that
 /// read or write memory are never merged. Counter: cse.removed.
-void cse(Module &m, PassStats &stats);
+void cse(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--dce`: erases pure ops and side-effect-free scf.for/scf.if whose results
 /// are unused, loop-carried values of scf.for that only feed themselves, and
@@ -29,21 +30,21 @@ void cse(Module &m, PassStats &stats);
 /// calls from one (a module without any kernel keeps all its functions).
 /// Loads are kept even when unused. Counters: dce.removed,
 /// dce.iter-args-removed, dce.results-removed, dce.functions-removed.
-void dce(Module &m, PassStats &stats);
+void dce(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--inline`: replaces every tt.call by a copy of the callee's body
 /// (callees are inlined bottom-up, so nested calls disappear too). A
 /// recursive call is a UserError at the call. Counter: inline.calls.
-void inlineCalls(Module &m, PassStats &stats);
+void inlineCalls(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--unroll`: fully unrolls scf.for ops marked `unroll = "full"`
 /// (tl.static_range); their bounds must fold to constants and the loop may
 /// run at most 4096 times, else UserError at the loop. Counters:
 /// unroll.loops, unroll.iterations.
-void unrollLoops(Module &m, PassStats &stats);
+void unrollLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--licm`: hoists pure, speculatable ops whose operands are all defined
 /// outside an scf.for / scf.while out of the loop. Counter: licm.hoisted.
-void licm(Module &m, PassStats &stats);
+void licm(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 } // namespace tritium

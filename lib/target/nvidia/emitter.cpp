@@ -1,46 +1,12 @@
-// The PTX emitter's core: registers, thread indices, the kernel's frame, and
-// compileToPTX (the whole path from tile IR to PTX text).
+// The PTX emitter's core: registers, thread indices, the kernel's frame. The
+// path from tile IR to PTX around it is compileKernel (pipeline.cpp).
 #include "emitter.h"
 
-#include "tritium/gpu/passes.h"
 #include "tritium/ir/printer.h"
 
 #include <algorithm>
 
 namespace tritium {
-
-// ---------------------------------------------------------------------------
-// GPUTarget
-// ---------------------------------------------------------------------------
-
-std::string GPUTarget::str() const {
-  return "sm_" + std::to_string(sm) + (archA ? "a" : "");
-}
-
-GPUTarget GPUTarget::parse(const std::string &s) {
-  std::string t = s;
-  if (t.rfind("sm_", 0) == 0)
-    t = t.substr(3);
-  else if (t.rfind("cuda:", 0) == 0)
-    t = t.substr(5);
-  GPUTarget g;
-  g.archA = !t.empty() && t.back() == 'a';
-  if (g.archA)
-    t.pop_back();
-  bool digits = !t.empty() && t.size() <= 3 &&
-                std::all_of(t.begin(), t.end(),
-                            [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits)
-    throw UserError("unknown GPU target '" + s +
-                        "' (expected a form like sm_80, sm_90 or sm_90a)",
-                    {});
-  g.sm = std::stoi(t);
-  if (g.archA && g.sm != 90)
-    throw UserError("GPU target '" + s + "': only sm_90 has an 'a' variant",
-                    {});
-  g.ptxVersion = 80;
-  return g;
-}
 
 namespace nvidia {
 
@@ -48,14 +14,6 @@ namespace {
 
 const char *kPrefix[kNumRC] = {"%p", "%rs", "%r", "%rd", "%f", "%fd"};
 const char *kDecl[kNumRC] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
-
-int64_t maxSharedBytes(int sm) {
-  if (sm >= 90)
-    return 227 * 1024;
-  if (sm == 80 || sm == 87)
-    return 163 * 1024;
-  return 99 * 1024;
-}
 
 } // namespace
 
@@ -468,73 +426,5 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
 }
 
 } // namespace nvidia
-
-// ---------------------------------------------------------------------------
-// compileToPTX
-// ---------------------------------------------------------------------------
-
-CompiledKernel compileToPTX(Module &m, const std::string &kernel,
-                            const GPUOptions &opts) {
-  const GPUTarget &t = opts.target;
-  if (t.sm < 80)
-    throw UserError("GPU target " + t.str() +
-                        " is not supported (tritium needs sm_80 or newer)",
-                    {});
-  if (t.archA && t.sm != 90)
-    throw UserError("GPU target " + t.str() + ": only sm_90 has an 'a' variant",
-                    {});
-  if (opts.numWarps < 1 || opts.numWarps > 32 ||
-      gpu::log2Exact(opts.numWarps) < 0)
-    throw UserError("num_warps must be a power of two from 1 to 32, found " +
-                        std::to_string(opts.numWarps),
-                    {});
-
-  std::unique_ptr<Module> gm = m.clone();
-  Function *f = gm->lookup(kernel);
-  if (!f)
-    throw UserError("no kernel named '" + kernel + "' in the module", {});
-  // Other functions were inlined into the kernel; they are not compiled.
-  std::vector<Function *> others;
-  for (auto &fn : gm->functions())
-    if (fn.get() != f)
-      others.push_back(fn.get());
-  for (Function *o : others)
-    gm->erase(o);
-  f->walk([&](Operation *op) {
-    if (op->code() == OpCode::Dot)
-      throw UserError("tl.dot on the GPU is not implemented yet", op->loc());
-    if (op->code() == OpCode::Call)
-      throw InternalError("compileToPTX: '" + kernel +
-                          "' still has calls; run the tile pipeline (inline) "
-                          "first");
-  });
-  f->attrs()["num_warps"] = int64_t(opts.numWarps);
-
-  PassStats stats;
-  gpu::convertToGPU(*gm, opts.numWarps, stats);
-  gpu::removeLayoutConversions(*gm, stats);
-
-  gpu::SharedMemoryPlan plan = gpu::allocateSharedMemory(*f);
-  int64_t limit = nvidia::maxSharedBytes(t.sm);
-  if (plan.totalBytes > limit)
-    throw UserError("kernel '" + kernel + "' needs " +
-                        std::to_string(plan.totalBytes) +
-                        " bytes of shared memory; " + t.str() +
-                        " allows at most " + std::to_string(limit) +
-                        " (use a smaller block or fewer elements per program)",
-                    plan.largest ? plan.largest->loc() : f->loc());
-
-  CompiledKernel ck;
-  ck.name = kernel;
-  ck.numWarps = opts.numWarps;
-  ck.sharedBytes = (int)plan.totalBytes;
-  ck.gir = print(*f);
-  nvidia::Emitter e(*f, opts, plan);
-  ck.ptx = e.emitKernel(ck.params);
-  ck.hiddenParams = std::move(e.hiddenParams);
-  ck.accessSites = std::move(e.accessSites);
-  ck.uncheckedAccesses = e.uncheckedAccesses;
-  return ck;
-}
 
 } // namespace tritium

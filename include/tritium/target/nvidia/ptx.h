@@ -3,36 +3,17 @@
 #pragma once
 
 #include "tritium/ir/ir.h"
+#include "tritium/transforms/pipeline_options.h"
 
 #include <string>
 #include <vector>
 
 namespace tritium {
 
-/// The target is a value, not the machine we stand on.
-struct GPUTarget {
-  int sm = 90;         // 80, 86, 89, 90
-  bool archA = true;   // sm_90a: wgmma/TMA allowed
-  int ptxVersion = 80; // PTX ISA 8.0 (CUDA 12.0+) for sm_90a
-  /// "sm_80", "sm_90a"; parse accepts the same forms (and "sm_90").
-  std::string str() const;
-  static GPUTarget parse(const std::string &s);
-};
-
-struct GPUOptions {
-  int numWarps = 4;
-  int numStages = 3;
-  GPUTarget target;
-  /// Let ptxas fuse fp32/fp64 multiplies and adds into fma (Triton's
-  /// enable_fp_fusion, on by default); off: every add/sub/mul rounds (.rn).
-  bool enableFpFusion = true;
-  /// Debug builds (TRITIUM_DEBUG=1): check every load, store and atomic
-  /// against the extent of the pointer argument it derives from, and report
-  /// the first violation in a device record instead of faulting. Adds the
-  /// hidden parameters of CompiledKernel::hiddenParams. See
-  /// docs/gpu-debug.md.
-  bool boundsCheck = false;
-};
+/// The emitter's name for the options of a compile (GPUTarget and
+/// PipelineOptions live in tritium/transforms/pipeline_options.h, so that
+/// every pass can read them).
+using GPUOptions = PipelineOptions;
 
 /// One kernel parameter as the launcher must pass it. Parameters specialised
 /// away (ints equal to 1 the frontend folded) still appear, so the launcher
@@ -83,9 +64,9 @@ struct CompiledKernel {
   int uncheckedAccesses = 0;
 };
 
-/// Lowers `kernel` of `m` (tile IR after the default pipeline; calls
-/// inlined) to PTX. Throws UserError for a kernel the GPU cannot run (e.g.
-/// too much shared memory), InternalError (naming the pass and op) for bugs.
+/// compileKernel(m, kernel, opts).kernel (tritium/target/nvidia/
+/// pipeline.h): `kernel` of `m`, tile IR after the default pipeline, to PTX.
+/// For tests that want only the PTX; entry points call compileKernel.
 CompiledKernel compileToPTX(Module &m, const std::string &kernel,
                             const GPUOptions &opts);
 

@@ -1,0 +1,242 @@
+// compileKernel: the whole compile of one kernel, top to bottom (see
+// tritium/target/nvidia/pipeline.h). A newcomer reads this function to know
+// what runs, in which order, with which options.
+#include "tritium/target/nvidia/pipeline.h"
+
+#include "emitter.h"
+
+#include "tritium/gpu/layouts.h"
+#include "tritium/gpu/passes.h"
+#include "tritium/gpu/shared_memory.h"
+#include "tritium/ir/printer.h"
+#include "tritium/runtime/ptxas.h"
+
+#include <chrono>
+
+namespace tritium {
+namespace {
+
+/// Names the step running in `r.step` and records, when it ends, its
+/// milliseconds in `r.timings`.
+class Steps {
+public:
+  explicit Steps(CompileResult &r) : r_(r) {}
+  void begin(const char *step) {
+    r_.step = step;
+    t0_ = std::chrono::steady_clock::now();
+  }
+  void end() {
+    auto t = std::chrono::steady_clock::now() - t0_;
+    r_.timings.emplace_back(
+        r_.step, std::chrono::duration<double, std::milli>(t).count());
+  }
+
+private:
+  CompileResult &r_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+/// The options are the user's (a launch's num_warps, a target string):
+/// wrong values are UserErrors, reported before any pass runs.
+void checkOptions(const PipelineOptions &opts) {
+  const GPUTarget &t = opts.target;
+  if (t.sm < 80)
+    throw UserError("GPU target " + t.str() +
+                        " is not supported (tritium needs sm_80 or newer)",
+                    {});
+  if (t.archA && t.sm != 90)
+    throw UserError("GPU target " + t.str() + ": only sm_90 has an 'a' variant",
+                    {});
+  if (opts.numWarps < 1 || opts.numWarps > 32 ||
+      gpu::log2Exact(opts.numWarps) < 0)
+    throw UserError("num_warps must be a power of two from 1 to 32, found " +
+                        std::to_string(opts.numWarps),
+                    {});
+  if (opts.numStages < 1)
+    throw UserError("num_stages must be at least 1, found " +
+                        std::to_string(opts.numStages),
+                    {});
+}
+
+/// Keeps only `kernel` in `m`: its calls were inlined by the tile passes,
+/// and the other functions are not compiled.
+Function &kernelAlone(Module &m, const std::string &kernel) {
+  Function *f = m.lookup(kernel);
+  if (!f)
+    throw UserError("no kernel named '" + kernel + "' in the module", {});
+  std::vector<Function *> others;
+  for (auto &fn : m.functions())
+    if (fn.get() != f)
+      others.push_back(fn.get());
+  for (Function *o : others)
+    m.erase(o);
+  f->walk([&](Operation *op) {
+    if (op->code() == OpCode::Dot)
+      throw UserError("tl.dot on the GPU is not implemented yet", op->loc());
+    if (op->code() == OpCode::Call)
+      throw InternalError("compileKernel: '" + kernel +
+                          "' still has calls; run the tile pipeline (inline) "
+                          "first");
+  });
+  return *f;
+}
+
+/// GPU IR handed in was laid out for some number of warps; emitting it for
+/// another would index threads that do not exist.
+void checkGPUInput(Function &f, const PipelineOptions &opts) {
+  auto it = f.attrs().find("num_warps");
+  if (it == f.attrs().end() || !std::holds_alternative<int64_t>(it->second))
+    return;
+  int64_t nw = std::get<int64_t>(it->second);
+  if (nw != opts.numWarps)
+    throw UserError("the GPU IR of '" + f.name() + "' was laid out for " +
+                        std::to_string(nw) + " warps, but num_warps is " +
+                        std::to_string(opts.numWarps),
+                    f.loc());
+}
+
+int64_t maxSharedBytes(int sm) {
+  if (sm >= 90)
+    return 227 * 1024;
+  if (sm == 80 || sm == 87)
+    return 163 * 1024;
+  return 99 * 1024;
+}
+
+/// The offset of every op's shared-memory scratch, and the kernel's total,
+/// which must fit the target's limit.
+gpu::SharedMemoryPlan planSharedMemory(Function &f,
+                                       const PipelineOptions &opts) {
+  gpu::SharedMemoryPlan plan = gpu::allocateSharedMemory(f);
+  int64_t limit = maxSharedBytes(opts.target.sm);
+  if (plan.totalBytes > limit)
+    throw UserError("kernel '" + f.name() + "' needs " +
+                        std::to_string(plan.totalBytes) +
+                        " bytes of shared memory; " + opts.target.str() +
+                        " allows at most " + std::to_string(limit) +
+                        " (use a smaller block or fewer elements per program)",
+                    plan.largest ? plan.largest->loc() : f.loc());
+  return plan;
+}
+
+} // namespace
+
+void compileKernel(const Module &m, const std::string &kernel,
+                   const PipelineOptions &opts, PipelineInput input,
+                   CompileResult &r) {
+  Steps steps(r);
+  // 0. The options: the user's values, checked before any work.
+  steps.begin("options");
+  checkOptions(opts);
+  r.target = opts.target.str();
+  // The caller keeps its module (Python runs the tile IR on the CPU too).
+  std::unique_ptr<Module> gm = m.clone();
+  steps.end();
+
+  // 1. Tile passes (lib/transforms): inline, unroll, fold, CSE, DCE.
+  if (input == PipelineInput::TileIR) {
+    steps.begin("tile");
+    runPasses(*gm, defaultPipeline(), r.stats, opts, tilePasses());
+    r.tir = print(*gm);
+    steps.end();
+  }
+
+  // 2. GPU passes (lib/gpu): tile IR -> GPU IR, for the kernel alone.
+  steps.begin("gpu");
+  Function &f = kernelAlone(*gm, kernel);
+  if (input != PipelineInput::GPUIR) {
+    // The options' warps, whatever the frontend left in the attribute.
+    f.attrs()["num_warps"] = int64_t(opts.numWarps);
+    runPasses(*gm,
+              {
+                  "convert-to-gpu",            // a layout for every tensor
+                  "remove-layout-conversions", // drop or recompute them
+                  // Tensor cores (to come): "accelerate-matmul" (mma/wgmma
+                  // layouts for tl.dot, then remove-layout-conversions
+                  // again) goes here, then the software-pipelining pass
+                  // (num_stages), both before shared memory is planned.
+              },
+              r.stats, opts, gpu::gpuPasses());
+  } else {
+    checkGPUInput(f, opts);
+  }
+  r.kernel.gir = print(f);
+  steps.end();
+
+  // 3. Shared memory: an offset for every op's scratch, within the limit
+  // (a step of its own so that an allocation pass and a barrier-insertion
+  // pass can take its place).
+  steps.begin("shared-memory");
+  gpu::SharedMemoryPlan plan = planSharedMemory(f, opts);
+  steps.end();
+
+  // 4. PTX.
+  steps.begin("ptx");
+  CompiledKernel &ck = r.kernel;
+  ck.name = kernel;
+  ck.numWarps = opts.numWarps;
+  ck.sharedBytes = (int)plan.totalBytes;
+  nvidia::Emitter e(f, opts, plan);
+  ck.ptx = e.emitKernel(ck.params);
+  ck.hiddenParams = std::move(e.hiddenParams);
+  ck.accessSites = std::move(e.accessSites);
+  ck.uncheckedAccesses = e.uncheckedAccesses;
+  steps.end();
+
+  // 5. cubin (optional: without ptxas the runtime hands PTX to the driver).
+  if (opts.assemble) {
+    steps.begin("ptxas");
+    runtime::PtxasResult a = runtime::runPtxas(ck.ptx, r.target);
+    r.cubin = std::move(a.cubin);
+    r.ptxasLog = std::move(a.log);
+    r.assembled = true;
+    steps.end();
+  }
+}
+
+CompileResult compileKernel(const Module &m, const std::string &kernel,
+                            const PipelineOptions &opts, PipelineInput input) {
+  CompileResult r;
+  compileKernel(m, kernel, opts, input, r);
+  return r;
+}
+
+CompiledKernel compileToPTX(Module &m, const std::string &kernel,
+                            const GPUOptions &opts) {
+  return compileKernel(m, kernel, opts).kernel;
+}
+
+double CompileResult::ms(const std::string &step) const {
+  for (const auto &[name, t] : timings)
+    if (name == step)
+      return t;
+  return 0;
+}
+
+const PassTable &allPasses() {
+  static const PassTable passes = [] {
+    PassTable all = tilePasses();
+    for (const PassInfo &p : gpu::gpuPasses())
+      all.push_back(p);
+    return all;
+  }();
+  return passes;
+}
+
+bool isGPUIR(Module &m) {
+  bool any = false;
+  auto check = [&](Value *v) {
+    any |= v->type()->isTensor() && gpu::layoutOf(v->type()) != nullptr;
+  };
+  for (auto &f : m.functions()) {
+    for (unsigned i = 0; i < f->entry().numArguments(); ++i)
+      check(f->entry().argument(i));
+    f->walk([&](Operation *op) {
+      for (Value *v : op->results())
+        check(v);
+    });
+  }
+  return any;
+}
+
+} // namespace tritium
