@@ -19,7 +19,7 @@ runs the kernel: its first call's wall time and (tritium) its timing runs,
 which must be 0.
 
 Batch compile (no GPU needed): the 8 configs of an autotuned softmax
-compiled one by one vs in one batch (cuda.compile_gpu_batch: the GPU
+compiled one by one vs in one batch (compiler.compile_gpu_batch: the GPU
 passes, PTX and ptxas of all configs in parallel on a C++ thread pool).
 
 Without a GPU (or with --compile-only) the cold and warm cases compile
@@ -252,10 +252,10 @@ def _child_autotune(impl):
     res = {"ms": ms, "ok": bool(torch.allclose(out, torch.softmax(x, dim=1), atol=1e-5))}
     if impl == "tritium":
         from tritium import autotuner
-        from tritium.runtime import cuda
+        from tritium.compiler import compiler
         res["bench_calls"] = autotuner.stats.bench_calls
         res["disk_hits"] = autotuner.stats.disk_hits
-        res["batch_jobs"] = cuda.compile_stats["batch_jobs"]
+        res["batch_jobs"] = compiler.compile_stats["batch_jobs"]
     return res
 
 
@@ -362,7 +362,7 @@ def measure_batch(reps):
     os.environ.pop("TRITIUM_COMPILE_TIMES", None)
     tritium, kernels = tritium_kernels()
     from tritium.compile_api import build_specialization
-    from tritium.runtime import cuda
+    from tritium.compiler import compiler
     sig = {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32",
            "n_cols": "i32"}
     reqs = []
@@ -370,17 +370,17 @@ def measure_batch(reps):
         params, key = build_specialization(kernels["softmax"], sig, {"BLOCK": block},
                                            divisible_by_16=list(sig))
         for w in SM_WARPS:
-            reqs.append(cuda.CompileRequest(kernels["softmax"], params, key, num_warps=w,
-                                            target="sm_90a", use_cache=False))
+            reqs.append(compiler.CompileRequest(kernels["softmax"], params, key, num_warps=w,
+                                                target="sm_90a", use_cache=False))
     seq, par = [], []
     for _ in range(reps):
         t0 = time.perf_counter()
         for r in reqs:
-            cuda.compile_gpu(r.jit_fn, r.params, r.spec_key, num_warps=r.num_warps,
-                             target=r.target, use_cache=False)
+            compiler.compile_gpu(r.jit_fn, r.params, r.spec_key, num_warps=r.num_warps,
+                                 target=r.target, use_cache=False)
         seq.append((time.perf_counter() - t0) * 1e3)
         t0 = time.perf_counter()
-        out = cuda.compile_gpu_batch(reqs)
+        out = compiler.compile_gpu_batch(reqs)
         par.append((time.perf_counter() - t0) * 1e3)
         bad = [o for o in out if isinstance(o, BaseException)]
         if bad:

@@ -1,6 +1,6 @@
 """CPU tests of the batch compile (issue 4): `_C.compile_batch` runs the back
 half of many GPU compiles (GPU passes, PTX, ptxas) on a C++ thread pool;
-`runtime.cuda.compile_gpu_batch` runs the front halves first; the autotuner
+`compiler.compiler.compile_gpu_batch` runs the front halves first; the autotuner
 plans one batch for the configs of a tuning. No GPU needed: the target is
 sm_90a, and cubins are made when ptxas is installed."""
 
@@ -10,7 +10,8 @@ import tritium
 import tritium.language as tl
 from tritium import autotuner
 from tritium.compile_api import build_specialization
-from tritium.compiler.compiler import compile_kernel
+from tritium.compiler import compiler
+from tritium.compiler.pipeline import compile_tile
 from tritium.errors import CompilationError, load_C
 from tritium.runtime import cuda
 
@@ -53,7 +54,7 @@ T_SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32"}
 
 def tile(fn, sig, consts):
     params, _ = build_specialization(fn, sig, consts, divisible_by_16=list(sig))
-    return compile_kernel(fn, params)
+    return compile_tile(fn, params)
 
 
 def good_jobs():
@@ -172,13 +173,13 @@ def test_bad_job_tuples_are_rejected_before_any_work():
 
 
 # ----------------------------------------------------------------------------------------------
-# runtime.cuda: compile_gpu's two halves, compile_gpu_batch
+# compiler.compiler: compile_gpu's two halves, compile_gpu_batch
 
 
 def request(fn, sig, consts, num_warps=4):
     params, key = build_specialization(fn, sig, consts, divisible_by_16=list(sig))
-    return cuda.CompileRequest(fn, params, key, num_warps=num_warps, target="sm_90a",
-                               use_cache=False)
+    return compiler.CompileRequest(fn, params, key, num_warps=num_warps, target="sm_90a",
+                                   use_cache=False)
 
 
 def test_compile_gpu_batch_matches_compile_gpu(tmp_path, monkeypatch):
@@ -186,14 +187,14 @@ def test_compile_gpu_batch_matches_compile_gpu(tmp_path, monkeypatch):
     reqs = [request(add_kernel, ADD_SIG, {"BLOCK": b}, nw) for b, nw in ((128, 1), (1024, 4))]
     reqs += [request(softmax_kernel, SOFTMAX_SIG, {"BLOCK": 1024}, 4)]
     reqs += [reqs[1]]  # a duplicate: compiled once
-    before = dict(cuda.compile_stats)
-    out = cuda.compile_gpu_batch(reqs)
-    assert cuda.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
+    before = dict(compiler.compile_stats)
+    out = compiler.compile_gpu_batch(reqs)
+    assert compiler.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
     assert out[3] is out[1]
     for r, k in zip(reqs, out):
         assert isinstance(k, cuda.GPUKernel)
-        one = cuda.compile_gpu(r.jit_fn, r.params, r.spec_key, num_warps=r.num_warps,
-                               target="sm_90a", use_cache=False)
+        one = compiler.compile_gpu(r.jit_fn, r.params, r.spec_key, num_warps=r.num_warps,
+                                   target="sm_90a", use_cache=False)
         assert k.asm["ptx"] == one.asm["ptx"] and k.asm.get("cubin") == one.asm.get("cubin")
         drop = ("ptxas_log",)  # it reports ptxas's own compile time
         assert ({m: v for m, v in k.metadata.items() if m not in drop}
@@ -212,7 +213,7 @@ def test_compile_gpu_batch_reports_each_failure_with_its_location(tmp_path, monk
             request(broken, {"x_ptr": "*fp32"}, {"B": 100}),       # front half: arange of 100
             request(transpose_kernel, T_SIG, {"B": 512}),         # back half: shared memory
             request(add_kernel, ADD_SIG, {"BLOCK": 512})]
-    out = cuda.compile_gpu_batch(reqs)
+    out = compiler.compile_gpu_batch(reqs)
     assert isinstance(out[0], cuda.GPUKernel) and isinstance(out[3], cuda.GPUKernel)
     assert isinstance(out[1], CompilationError) and "power of 2" in out[1].message
     assert isinstance(out[2], CompilationError) and "shared memory" in out[2].message
@@ -220,7 +221,7 @@ def test_compile_gpu_batch_reports_each_failure_with_its_location(tmp_path, monk
     # The single compile raises the same error.
     r = reqs[2]
     with pytest.raises(CompilationError) as info:
-        cuda.compile_gpu(r.jit_fn, r.params, r.spec_key, target="sm_90a", use_cache=False)
+        compiler.compile_gpu(r.jit_fn, r.params, r.spec_key, target="sm_90a", use_cache=False)
     assert info.value.line == out[2].line and "shared memory" in str(info.value)
 
 
@@ -229,10 +230,10 @@ def test_batch_results_go_to_the_disk_cache(tmp_path, monkeypatch):
     reqs = [request(add_kernel, ADD_SIG, {"BLOCK": b}) for b in (64, 128)]
     for r in reqs:
         r.use_cache = True
-    first = cuda.compile_gpu_batch(reqs)
-    before = dict(cuda.compile_stats)
-    again = cuda.compile_gpu_batch(reqs)  # every one from the disk: no batch
-    assert cuda.compile_stats["batches"] == before["batches"]
+    first = compiler.compile_gpu_batch(reqs)
+    before = dict(compiler.compile_stats)
+    again = compiler.compile_gpu_batch(reqs)  # every one from the disk: no batch
+    assert compiler.compile_stats["batches"] == before["batches"]
     assert [k.asm["ptx"] for k in again] == [k.asm["ptx"] for k in first]
 
 
@@ -240,14 +241,14 @@ def test_compile_times(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TRITIUM_COMPILE_TIMES", "1")
     params, key = build_specialization(add_kernel, ADD_SIG, {"BLOCK": 1024})
-    k = cuda.compile_gpu(add_kernel, params, key, target="sm_90a")
+    k = compiler.compile_gpu(add_kernel, params, key, target="sm_90a")
     phases = {"lookup", "ast", "tile", "ptx", "store", "total"} | ({"ptxas"} if HAS_PTXAS
                                                                    else set())
     assert phases <= set(k.compile_times) and all(v >= 0 for v in k.compile_times.values())
     err = capsys.readouterr().err
     assert "tritium compile add_kernel [sm_90a, num_warps=4]: cache lookup" in err
     assert "AST walk" in err and "GPU passes+PTX" in err
-    k2 = cuda.compile_gpu(add_kernel, params, key, target="sm_90a")
+    k2 = compiler.compile_gpu(add_kernel, params, key, target="sm_90a")
     assert k2.compile_times["lookup"] > 0 and "ast" not in k2.compile_times
     assert "(disk cache hit)" in capsys.readouterr().err
 
@@ -270,27 +271,27 @@ def test_autotuner_plans_one_batch_that_the_launches_pick_up(tmp_path, monkeypat
     monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
     import numpy as np
     monkeypatch.setattr(cuda, "uses_gpu", lambda values: True)
-    monkeypatch.setattr(cuda, "_launch_device", lambda jit_fn, params, values: (0, []))
+    monkeypatch.setattr(cuda, "launch_device", lambda jit_fn, params, values: (0, []))
     monkeypatch.setattr(cuda, "default_target", lambda device=0: "sm_90a")
     monkeypatch.setattr(autotuner, "_on_gpu", lambda args, kwargs: True)
     kernel = tritium.autotune(CONFIGS, key=["n"])(add_kernel)
     x = np.zeros(4096, np.float32)
     args = (x, x, x, 4096)
-    before = dict(cuda.compile_stats)
+    before = dict(compiler.compile_stats)
     kernel.nargs = dict(zip(kernel.arg_names, args))
     tokens = kernel._precompile(args, {}, CONFIGS)
     assert len(tokens) == 3
-    assert cuda.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
+    assert compiler.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
     # The keys agree with JITFunction's: compile_gpu hands out the batch's kernels.
     for config in CONFIGS:
         values = list(args) + [config.kwargs["BLOCK"]]
         key, params, _ = add_kernel.specialize(values)
-        k = cuda.compile_gpu(add_kernel, params, key, num_warps=config.num_warps,
-                             num_stages=config.num_stages, target="sm_90a")
+        k = compiler.compile_gpu(add_kernel, params, key, num_warps=config.num_warps,
+                                 num_stages=config.num_stages, target="sm_90a")
         assert k.tile.constants["BLOCK"] == config.kwargs["BLOCK"]
         assert k.num_warps == config.num_warps
-    assert cuda.compile_stats["precompiled_used"] - before["precompiled_used"] == 3
-    assert cuda.discard_precompiled(tokens) == tokens  # every one was taken
+    assert compiler.compile_stats["precompiled_used"] - before["precompiled_used"] == 3
+    assert compiler.discard_precompiled(tokens) == tokens  # every one was taken
     kernel._batched.update(tokens)
     assert kernel._precompile(args, {}, CONFIGS) == []  # compiled already: no new batch
 
@@ -298,7 +299,7 @@ def test_autotuner_plans_one_batch_that_the_launches_pick_up(tmp_path, monkeypat
 def test_autotuner_does_not_batch_on_the_cpu(monkeypatch):
     import numpy as np
     called = []
-    monkeypatch.setattr(cuda, "precompile", lambda *a, **k: called.append(a) or ([], {}))
+    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: called.append(a) or ([], {}))
     kernel = tritium.autotune(CONFIGS, key=["n"],
                               do_bench=lambda fn, quantiles: (fn(), [1.0, 1.0, 1.0])[1])(
                                   add_kernel)
@@ -312,14 +313,14 @@ def test_autotuner_warmup_batches_too_and_forgets_what_nobody_took(tmp_path, mon
     monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
     import numpy as np
     monkeypatch.setattr(cuda, "uses_gpu", lambda values: True)
-    monkeypatch.setattr(cuda, "_launch_device", lambda jit_fn, params, values: (0, []))
+    monkeypatch.setattr(cuda, "launch_device", lambda jit_fn, params, values: (0, []))
     monkeypatch.setattr(cuda, "default_target", lambda device=0: "sm_90a")
     monkeypatch.setattr(autotuner, "_on_gpu", lambda args, kwargs: True)
     kernel = tritium.autotune(CONFIGS, key=["n"])(add_kernel)
     x = np.zeros(4096, np.float32)
-    before = dict(cuda.compile_stats)
+    before = dict(compiler.compile_stats)
     compiled = kernel.warmup(x, x, x, 4096)  # numpy arrays: the CPU executor compiles
     assert len(compiled) == 3
-    assert cuda.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
-    assert cuda.compile_stats["precompiled_used"] == before["precompiled_used"]
-    assert kernel._batched == set() and cuda._precompiled == {}
+    assert compiler.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
+    assert compiler.compile_stats["precompiled_used"] == before["precompiled_used"]
+    assert kernel._batched == set() and compiler._precompiled == {}

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.gpu
 import tritium  # noqa: E402
 import tritium.language as tl  # noqa: E402
 from tritium import autotuner  # noqa: E402
-from tritium.runtime import cuda  # noqa: E402
+from tritium.compiler import compiler  # noqa: E402
 
 REPO_PYTHON = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -28,7 +28,7 @@ SOFTMAX_SCRIPT = textwrap.dedent("""
     import torch
     import tritium, tritium.language as tl
     from tritium import autotuner
-    from tritium.runtime import cuda
+    from tritium.compiler import compiler
 
     @tritium.jit
     def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
@@ -52,7 +52,7 @@ SOFTMAX_SCRIPT = textwrap.dedent("""
     ms = (time.perf_counter() - t0) * 1e3
     err = (out - torch.softmax(x, dim=1)).abs().max().item()
     print(json.dumps({"ms": ms, "err": err, "bench_calls": kernel.bench_calls,
-                      "stats": autotuner.stats.as_dict(), "compile": cuda.compile_stats,
+                      "stats": autotuner.stats.as_dict(), "compile": compiler.compile_stats,
                       "best_warps": kernel.best_config.num_warps,
                       "source": kernel.last_source}))
 """)
@@ -118,7 +118,7 @@ def test_batch_skips_configs_that_fail_to_compile(tmp_path, monkeypatch):
     n = 100_000
     x = torch.randn(n, device="cuda")
     y = torch.full_like(x, float("nan"))
-    before = dict(cuda.compile_stats)
+    before = dict(compiler.compile_stats)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         kernel[lambda m: (tritium.cdiv(m["n"], m["BLOCK"]),)](x, y, n)
@@ -131,9 +131,9 @@ def test_batch_skips_configs_that_fail_to_compile(tmp_path, monkeypatch):
     assert kernel.best_config in (configs[0], configs[3]) and kernel.bench_calls == 2
     # One batch: the three configs the code generator took; the launches took
     # the two that compiled.
-    assert cuda.compile_stats["batches"] - before["batches"] == 1
-    assert cuda.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
-    assert cuda.compile_stats["precompiled_used"] - before["precompiled_used"] == 2
+    assert compiler.compile_stats["batches"] - before["batches"] == 1
+    assert compiler.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
+    assert compiler.compile_stats["precompiled_used"] - before["precompiled_used"] == 2
 
     # A new key with the same specialisations: compiled already, no new batch.
     n2 = 100_032
@@ -145,5 +145,5 @@ def test_batch_skips_configs_that_fail_to_compile(tmp_path, monkeypatch):
     torch.cuda.synchronize()
     assert torch.equal(y2, x2)
     # Only the config that failed in the back end goes to a batch again.
-    assert cuda.compile_stats["batch_jobs"] - before["batch_jobs"] == 3 + 1
+    assert compiler.compile_stats["batch_jobs"] - before["batch_jobs"] == 3 + 1
     assert kernel.bench_calls == 4 and autotuner.stats.tunings >= 2

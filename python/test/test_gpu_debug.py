@@ -27,8 +27,9 @@ import pytest
 import tritium as triton
 import tritium.language as tl
 from tritium.compile_api import build_specialization
+from tritium.compiler import compiler
 from tritium.errors import ExecutionError, load_C
-from tritium.runtime import cuda
+from tritium.runtime import debug
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TIR = os.path.join(REPO, "test", "target", "debug", "bounds_check.tir")
@@ -150,8 +151,8 @@ def _add_spec():
 def test_compile_gpu_bounds_check(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
     params, key = _add_spec()
-    plain = cuda.compile_gpu(_add_kernel, params, key, target="sm_80")
-    checked = cuda.compile_gpu(_add_kernel, params, key, target="sm_80", bounds_check=True)
+    plain = compiler.compile_gpu(_add_kernel, params, key, target="sm_80")
+    checked = compiler.compile_gpu(_add_kernel, params, key, target="sm_80", bounds_check=True)
     assert "bounds_check" not in plain.metadata and "_extent_" not in plain.asm["ptx"]
     meta = checked.metadata["bounds_check"]
     assert checked.metadata["debug"] is True
@@ -162,7 +163,7 @@ def test_compile_gpu_bounds_check(tmp_path, monkeypatch):
     assert line == _line_of("# ADD-LOAD-X") and col > 0
     # The two builds are two disk cache entries; the checked one comes back
     # from the cache with its metadata.
-    again = cuda.compile_gpu(_add_kernel, params, key, target="sm_80", bounds_check=True)
+    again = compiler.compile_gpu(_add_kernel, params, key, target="sm_80", bounds_check=True)
     assert again.metadata["bounds_check"] == meta
     assert again.asm["ptx"] == checked.asm["ptx"]
     # The launcher's kernel takes the hidden parameters too (no driver
@@ -178,18 +179,18 @@ def test_debug_enabled(monkeypatch):
 
     monkeypatch.delenv("TRITIUM_DEBUG", raising=False)
     f = Fn()
-    assert not cuda.debug_enabled(f, {})
+    assert not debug.debug_enabled(f, {})
     monkeypatch.setenv("TRITIUM_DEBUG", "1")
-    assert cuda.debug_enabled(f, {})
-    assert not cuda.debug_enabled(f, {"debug": False})
+    assert debug.debug_enabled(f, {})
+    assert not debug.debug_enabled(f, {"debug": False})
     f.debug = False
-    assert not cuda.debug_enabled(f, {})
+    assert not debug.debug_enabled(f, {})
     monkeypatch.setenv("TRITIUM_DEBUG", "0")
     f.debug = True
-    assert cuda.debug_enabled(f, {})
+    assert debug.debug_enabled(f, {})
     f.debug = None
-    assert not cuda.debug_enabled(f, {})
-    assert cuda.debug_enabled(f, {"debug": True})
+    assert not debug.debug_enabled(f, {})
+    assert debug.debug_enabled(f, {"debug": True})
 
 
 def test_extent_of_arguments():
@@ -199,10 +200,10 @@ def test_extent_of_arguments():
                                              "data": (data, False), "strides": strides,
                                              "version": 3}
 
-    assert cuda._extent(CAI((10, 3), "<f4")) == 120
-    assert cuda._extent(CAI((10, 3), "<f4", strides=(4, 40))) == 9 * 4 + 2 * 40 + 4
-    assert cuda._extent(CAI((0,), "<f4")) == 0
-    assert cuda._extent(12345) == cuda.UNKNOWN_EXTENT  # a bare address
+    assert debug._extent(CAI((10, 3), "<f4")) == 120
+    assert debug._extent(CAI((10, 3), "<f4", strides=(4, 40))) == 9 * 4 + 2 * 40 + 4
+    assert debug._extent(CAI((0,), "<f4")) == 0
+    assert debug._extent(12345) == debug.UNKNOWN_EXTENT  # a bare address
 
 
 # ----------------------------------------------------------------------------------------------
@@ -225,9 +226,9 @@ def test_bounds_error_message(tmp_path):
     src.write_text("def k(x_ptr):\n    offs = tl.arange(0, 1024)\n"
                    "    x = tl.load(x_ptr + offs)\n    tl.store(out_ptr + offs, x)\n")
     meta = _metadata(src, 3, 9)
-    assert cuda.bounds_error("k", meta, bytes(32), [4096, 4096, 0]) is None
-    e = cuda.bounds_error("k", meta, _record(1, 0, (3, 0, 0), 4, 4100), [4096, 4096, 0])
-    assert isinstance(e, cuda.OutOfBoundsError)
+    assert debug.bounds_error("k", meta, bytes(32), [4096, 4096, 0]) is None
+    e = debug.bounds_error("k", meta, _record(1, 0, (3, 0, 0), 4, 4100), [4096, 4096, 0])
+    assert isinstance(e, debug.OutOfBoundsError)
     assert isinstance(e, ExecutionError) and isinstance(e, IndexError)
     msg = str(e)
     assert msg.splitlines()[0] == (
@@ -239,11 +240,11 @@ def test_bounds_error_message(tmp_path):
         "k", "load", "x_ptr", 4100, 4096, (3, 0, 0))
     assert (e.file, e.line, e.col) == (str(src), 3, 9)
     # A 16-byte vector straddling the end names its first element outside.
-    e = cuda.bounds_error("k", meta, _record(1, 0, (0, 0, 0), 16, 4080), [4092, 4096, 0])
+    e = debug.bounds_error("k", meta, _record(1, 0, (0, 0, 0), 16, 4080), [4092, 4096, 0])
     assert e.offset == 4092 and "byte offset 4092 (element 1023)" in str(e)
     assert "which reaches 4092 bytes = 1023 elements" in str(e)
     # Below the base; more than one violation; a store; program ids on y, z.
-    e = cuda.bounds_error("k", meta, _record(5, 1, (0, 7, 2), 4, -4), [4096, 4096, 0])
+    e = debug.bounds_error("k", meta, _record(5, 1, (0, 7, 2), 4, -4), [4096, 4096, 0])
     assert e.offset == -4 and e.kind == "store" and e.argument == "out_ptr"
     assert e.program_id == (0, 7, 2) and e.count == 5
     assert "byte offset -4 (element -1)" in str(e) and "program id (0, 7, 2)" in str(e)
@@ -257,10 +258,10 @@ def test_bounds_error_message(tmp_path):
 
 def test_bounds_error_without_source():
     meta = _metadata("", 0, 0)
-    e = cuda.bounds_error("k", meta, _record(1, 0, (1, 2, 3), 4, 8000), [4096, 4096, 0])
+    e = debug.bounds_error("k", meta, _record(1, 0, (1, 2, 3), 4, 8000), [4096, 4096, 0])
     assert "at an unknown location" in str(e) and len(str(e).splitlines()) == 1
     # An extent that is not a whole number of elements.
-    e = cuda.bounds_error("k", meta, _record(1, 0, (1, 2, 3), 4, 4098), [4098, 4096, 0])
+    e = debug.bounds_error("k", meta, _record(1, 0, (1, 2, 3), 4, 4098), [4098, 4096, 0])
     assert "byte offset 4098 of argument 'x_ptr', which reaches 4098 bytes;" in str(e)
 
 
@@ -276,7 +277,7 @@ class _FakeStorage:
 
 
 class _FakeTensor:
-    """Just enough of a torch tensor for _launch_debug (no GPU, no torch)."""
+    """Just enough of a torch tensor for launch_debug (no GPU, no torch)."""
 
     live = {}
 
@@ -300,7 +301,7 @@ class _FakeTensor:
 
 
 def test_launch_debug_flow(monkeypatch):
-    """_launch_debug end to end with a fake torch, driver and kernel: the
+    """launch_debug end to end with a fake torch, driver and kernel: the
     extents it passes, the record it reads and the error it raises."""
     import sys  # noqa: PLC0415
     import types  # noqa: PLC0415
@@ -312,7 +313,7 @@ def test_launch_debug_flow(monkeypatch):
     fake.zeros = lambda n, dtype, device: _FakeTensor(n)
     fake.cuda = types.SimpleNamespace(synchronize=lambda device: None)
     monkeypatch.setitem(sys.modules, "torch", fake)
-    monkeypatch.setattr(cuda, "load_C", lambda: types.SimpleNamespace(synchronize=lambda d: None))
+    monkeypatch.setattr(debug, "load_C", lambda: types.SimpleNamespace(synchronize=lambda d: None))
 
     launched = []
 
@@ -337,8 +338,8 @@ def test_launch_debug_flow(monkeypatch):
     values = [PointerArg(None, x.address, 8000, "cuda", x),
               PointerArg(None, out.address, 8184, "cuda", out), 77]
     args = [x.address, out.address, 77]
-    with pytest.raises(cuda.OutOfBoundsError) as info:
-        cuda._launch_debug(FakeKernel(), (6, 2, 1), args, values, 0, 0, False)
+    with pytest.raises(debug.OutOfBoundsError) as info:
+        debug.launch_debug(FakeKernel(), (6, 2, 1), args, values, 0, 0, False)
     grid, passed = launched[0]
     assert grid == (6, 2, 1)
     assert passed[:3] == args and passed[3:6] == [8192, 8184, 0]
@@ -347,9 +348,9 @@ def test_launch_debug_flow(monkeypatch):
         "store", "out_ptr", 8184, 8184, (5, 1, 0), 2)
     # Addresses instead of tensors (GPUKernel.launch): extents unknown.
     launched.clear()
-    with pytest.raises(cuda.OutOfBoundsError):
-        cuda._launch_debug(FakeKernel(), (1, 1, 1), args, None, 0, 0, False)
-    assert launched[0][1][3:6] == [cuda.UNKNOWN_EXTENT, cuda.UNKNOWN_EXTENT, 0]
+    with pytest.raises(debug.OutOfBoundsError):
+        debug.launch_debug(FakeKernel(), (1, 1, 1), args, None, 0, 0, False)
+    assert launched[0][1][3:6] == [debug.UNKNOWN_EXTENT, debug.UNKNOWN_EXTENT, 0]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -421,7 +422,7 @@ def test_gpu_out_of_bounds_load(torch_cuda):
     torch = torch_cuda
     src = torch.randn(1023, device="cuda")
     dst = torch.full((1024,), float("nan"), device="cuda")
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         _copy_unmasked[(1,)](src, dst, BLOCK=1024)
     e = info.value
     assert (e.kind, e.argument, e.offset, e.extent, e.program_id) == (
@@ -443,10 +444,10 @@ def test_gpu_out_of_bounds_program_id(torch_cuda):
     torch = torch_cuda
     src = torch.randn(1023, device="cuda")
     dst = torch.empty(1024, device="cuda")
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         _copy_unmasked[(4,)](src, dst, BLOCK=256)
     assert info.value.program_id == (3, 0, 0) and info.value.offset == 4092
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         _copy_rows[(1, 4)](src, dst, BLOCK=256)
     e = info.value
     assert e.program_id == (0, 3, 0) and e.offset == 4092 and e.kind == "load"
@@ -458,7 +459,7 @@ def test_gpu_out_of_bounds_store(torch_cuda):
     torch = torch_cuda
     src = torch.randn(1024, device="cuda")
     dst = torch.full((1021,), float("nan"), device="cuda")
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         _copy_unmasked[(1,)](src, dst, BLOCK=1024)
     e = info.value
     assert (e.kind, e.argument, e.extent, e.program_id) == ("store", "dst", 4084, (0, 0, 0))
@@ -473,7 +474,7 @@ def test_gpu_out_of_bounds_below_base(torch_cuda):
     torch = torch_cuda
     src = torch.randn(256, device="cuda")
     dst = torch.empty(256, device="cuda")
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         _shift_left[(1,)](src, dst, BLOCK=256)
     e = info.value
     assert (e.kind, e.argument, e.offset, e.program_id) == ("load", "src", -4, (0, 0, 0))
@@ -490,7 +491,7 @@ def test_gpu_out_of_bounds_atomic(torch_cuda):
     _bump[(3,)](cnt, 9)
     torch.cuda.synchronize()
     assert cnt[9].item() == 3.0
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         _bump[(1,)](cnt, 10)
     e = info.value
     assert (e.kind, e.argument, e.offset, e.extent) == ("atomic", "cnt_ptr", 40, 40)
@@ -535,7 +536,7 @@ def test_gpu_process_survives_and_record_resets(torch_cuda):
     src = torch.randn(1023, device="cuda")
     dst = torch.empty(1024, device="cuda")
     for _ in range(2):  # the record is fresh for every launch
-        with pytest.raises(cuda.OutOfBoundsError):
+        with pytest.raises(debug.OutOfBoundsError):
             _copy_unmasked[(1,)](src, dst, BLOCK=1024)
     ok_src = torch.randn(1024, device="cuda")
     ok_dst = torch.full((1024,), float("nan"), device="cuda")
@@ -562,7 +563,7 @@ def test_gpu_debug_from_environment(torch_cuda, monkeypatch):
     k = _fresh_copy_kernel()
     src = torch.randn(255, device="cuda")
     dst = torch.empty(256, device="cuda")
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         k[(1,)](src, dst, BLOCK=256)
     assert info.value.offset == 1020 and info.value.line == _line_of("# PLAIN-LINE")
 
@@ -574,7 +575,7 @@ def test_gpu_debug_launch_option(torch_cuda, monkeypatch):
     k = _fresh_copy_kernel()
     src = torch.randn(255, device="cuda")
     dst = torch.empty(256, device="cuda")
-    with pytest.raises(cuda.OutOfBoundsError) as info:
+    with pytest.raises(debug.OutOfBoundsError) as info:
         k[(1,)](src, dst, BLOCK=256, debug=True)
     assert info.value.offset == 1020
     # In bounds, the same function without debug runs the plain build.

@@ -431,6 +431,35 @@ def test_public_compile_is_exported():
     assert tritium.compile is tritium.compile_api.compile
 
 
+def test_compiled_kernel_names(tmp_path, monkeypatch):
+    """Triton's CompiledKernel (what triton.compile and launches return)
+    covers both of tritium's kinds: TileKernel (the CPU executor) and
+    GPUKernel (a GPU target)."""
+    import numpy as np
+    import tritium.compiler
+    import tritium.compiler.compiler
+    from tritium.compiler.pipeline import TileKernel
+    from tritium.runtime.cuda import GPUKernel
+
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
+    base = tritium.CompiledKernel
+    assert tritium.compiler.CompiledKernel is base
+    assert tritium.compiler.compiler.CompiledKernel is base
+    assert TileKernel is not GPUKernel and issubclass(TileKernel, base)
+    assert issubclass(GPUKernel, base)
+    x = np.ones(64, np.float32)
+    cpu = _add.warmup(x, x, x, 64, BLOCK=64)
+    assert type(cpu) is TileKernel and repr(cpu).startswith("TileKernel(_add,")
+    gpu = tcompile(_add, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+                                    "n": "i32"}, constexprs={"BLOCK": 64}, target="sm_80")
+    assert type(gpu) is GPUKernel and gpu.tile is not None and type(gpu.tile) is TileKernel
+    with pytest.raises(TypeError, match=r"_add: expected 4 runtime arguments \(x_ptr, y_ptr, "
+                                        r"out_ptr, n\), got 2"):
+        gpu[(1,)](x, x)
+    with pytest.raises(TypeError, match="expected 4 runtime arguments"):
+        cpu[(1,)](x)
+
+
 def test_parse_type():
     assert parse_type("*fp32") == tl.pointer_type(tl.float32)
     assert parse_type("*bf16") == tl.pointer_type(tl.bfloat16)

@@ -35,7 +35,7 @@ Beyond Triton:
   when every config fails, AutotunerError lists each one and why. On the GPU
   the configs not compiled yet are compiled in one batch first: the code
   generator runs for each in turn, then the GPU passes, PTX and ptxas of all
-  of them in parallel on a C++ thread pool (`runtime.cuda.precompile`).
+  of them in parallel on a C++ thread pool (`compiler.compiler.precompile`).
 - Tuned results persist on disk (`cache_results=True` by default):
   `$TRITIUM_CACHE_DIR/autotune` (else `~/.cache/tritium/autotune`), one JSON
   file per (device, kernel source with its @jit callees, compiler version,
@@ -59,9 +59,14 @@ import tempfile
 import time
 import warnings
 
+from . import testing
+from .compiler import compiler as _compiler
 from .errors import CompilationError
-from .runtime import cache as _cache
+from .jit import LAUNCH_OPTIONS
 from .language.core import constexpr, _unwrap
+from .runtime import cache as _cache
+from .runtime import cuda as _cuda
+from .runtime import debug as _debug
 
 __all__ = ["Autotuner", "AutotunerError", "Config", "Heuristics", "KernelInterface",
            "autotune", "heuristics", "stats"]
@@ -292,28 +297,12 @@ def _device_name(args):
     return "cpu-executor-" + platform.machine()
 
 
-_compiler_hash = None
-
-
-def _compiler_version():
-    """The compiler's version hash (the runtime cache's, when available)."""
-    global _compiler_hash
-    if _compiler_hash is None:
-        try:
-            from .runtime.cache import compiler_version  # noqa: PLC0415
-            _compiler_hash = compiler_version()
-        except Exception:  # noqa: BLE001 -- the runtime is still being written
-            from . import __version__  # noqa: PLC0415
-            _compiler_hash = "tritium-" + __version__
-    return _compiler_hash
-
-
 def _source_hash(jit_fn):
     """sha256 of the kernel's source and its @jit callees' (the runtime
-    cache's fingerprint when available, else the kernel's own source)."""
+    cache's fingerprint; the kernel's own source or bytecode when that
+    fails)."""
     try:
-        from .runtime.cache import source_fingerprint  # noqa: PLC0415
-        return source_fingerprint(jit_fn)
+        return _cache.source_fingerprint(jit_fn)
     except Exception:  # noqa: BLE001
         fn = _base_fn(jit_fn)
         try:
@@ -404,7 +393,7 @@ class Autotuner(KernelInterface):
         # "tuned" or "single" (one config after pruning, not timed).
         self.last_source = None
         self._source_hash = None
-        # Compile requests (runtime.cuda.CompileRequest.ident()) a batch compiled
+        # Compile requests (compiler.compiler.CompileRequest.ident()) a batch compiled
         # and the launcher took: later tunings leave them out of their batch.
         self._batched = set()
         self.__name__ = self.base_fn.__name__
@@ -431,7 +420,6 @@ class Autotuner(KernelInterface):
     def do_bench(self):
         if self._user_do_bench is not None:
             return self._user_do_bench
-        from . import testing  # noqa: PLC0415
         warmup = self.num_warmups if self.num_warmups is not None else 25
         rep = self.num_reps if self.num_reps is not None else 100
         if self.use_cuda_graph:
@@ -493,8 +481,7 @@ class Autotuner(KernelInterface):
                 candidates.append(config)
         finally:
             if tokens:
-                from .runtime import cuda  # noqa: PLC0415
-                self._batched.update(cuda.discard_precompiled(tokens))
+                self._batched.update(_compiler.discard_precompiled(tokens))
         timings = {}
         for config in candidates:
             if verbose:
@@ -532,12 +519,11 @@ class Autotuner(KernelInterface):
     def _precompile(self, args, meta, configs):
         """For a launch on the GPU: compiles, in one batch, every config not
         compiled yet, so that the warmup loop of _tune finds them compiled.
-        Returns the batch's tokens (runtime.cuda.precompile). A config the
+        Returns the batch's tokens (compiler.compiler.precompile). A config the
         batch cannot plan or compile is left to the warmup loop, which
         compiles it again and reports its error as before."""
         if not _on_gpu(args, meta):
             return []
-        from .runtime import cuda  # noqa: PLC0415
         requests = []
         for config in configs:
             try:
@@ -548,7 +534,7 @@ class Autotuner(KernelInterface):
                 requests.append(req)
         if not requests:
             return []
-        tokens, _ = cuda.precompile(requests)
+        tokens, _ = _compiler.precompile(requests)
         return tokens
 
     # -- disk cache ------------------------------------------------------------
@@ -560,7 +546,7 @@ class Autotuner(KernelInterface):
             "kernel": self.base_fn.__qualname__,
             "device": _device_name(args),
             "source": self._source_hash,
-            "compiler": _compiler_version(),
+            "compiler": _cache.compiler_version(),
             "configs": [c._identity() for c in configs],
             "key": [repr(k) for k in key],
         }
@@ -748,8 +734,7 @@ class Autotuner(KernelInterface):
         finally:
             self.nargs = None
             if tokens:
-                from .runtime import cuda  # noqa: PLC0415
-                self._batched.update(cuda.discard_precompiled(tokens))
+                self._batched.update(_compiler.discard_precompiled(tokens))
 
 
 def _on_gpu(args, kwargs):
@@ -762,14 +747,37 @@ def _on_gpu(args, kwargs):
 
 
 def _compile_request(fn, args, kwargs):
-    """The runtime.cuda.CompileRequest of launching `fn` (a @jit function,
-    possibly under @heuristics) with these arguments on the GPU, or None."""
+    """The compiler.compiler.CompileRequest of launching `fn` (a @jit
+    function, possibly under @heuristics) with these arguments on the GPU,
+    or None."""
     if isinstance(fn, Heuristics):
         return _compile_request(fn.fn, args, fn._apply(args, dict(kwargs)))
     if getattr(fn, "__tritium_jit__", False):
-        from .runtime import cuda  # noqa: PLC0415
-        return cuda.compile_request(fn, args, kwargs)
+        return _jit_compile_request(fn, args, kwargs)
     return None  # another autotuner inside: its own tuning compiles
+
+
+def _jit_compile_request(jit_fn, args, kwargs):
+    """The CompileRequest that `jit_fn[grid](*args, **kwargs)` would compile
+    (as JITFunction.run would make it), or None when that launch does not
+    run on the GPU."""
+    kwargs = dict(kwargs)
+    launch_options = getattr(jit_fn, "_launch_options", LAUNCH_OPTIONS)
+    options = {o: kwargs.pop(o) for o in launch_options if o in kwargs}
+    try:
+        bound = jit_fn.signature.bind(*args, **kwargs)
+    except TypeError:
+        return None  # the launch itself reports it
+    bound.apply_defaults()
+    key, params, values = jit_fn.specialize(list(bound.arguments.values()))
+    if not _cuda.uses_gpu(values) or _debug.debug_enabled(jit_fn, options):
+        return None  # the CPU executor, or a debug build (compiled on its own)
+    device, _ = _cuda.launch_device(jit_fn, params, values)
+    return _compiler.CompileRequest(
+        jit_fn, params, key,
+        num_warps=options.get("num_warps") or _compiler.DEFAULT_NUM_WARPS,
+        num_stages=options.get("num_stages") or _compiler.DEFAULT_NUM_STAGES,
+        target=_cuda.default_target(device))
 
 
 def _as_timing(t):

@@ -18,6 +18,7 @@ Type strings are Triton's: "*fp32", "*fp16", "*bf16", "*i8".."*i64", "*u8".., "i
 import inspect
 
 from . import language as tl
+from .compiler import compiler as _compiler
 from .runtime import cuda as _cuda
 
 _SCALARS = {
@@ -126,5 +127,5 @@ def compile(fn, signature=None, constexprs=None, target=None, num_warps=4, num_s
         except Exception:  # no driver, no device: the default target
             target = "sm_90a"
     params, key = build_specialization(fn, signature, constexprs, attrs, divisible_by_16)
-    return _cuda.compile_gpu(fn, params, key, num_warps=num_warps, num_stages=num_stages,
-                             target=str(target), name=name, use_cache=use_cache)
+    return _compiler.compile_gpu(fn, params, key, num_warps=num_warps, num_stages=num_stages,
+                                 target=str(target), name=name, use_cache=use_cache)

@@ -18,11 +18,16 @@ import sys
 import weakref
 
 from . import language as tl
-from .compiler.compiler import compile_kernel
+from .compiler import codegen
+from .compiler import compiler as _compiler
+from .compiler.pipeline import compile_tile
 from .errors import CompilationError, load_C
 from .language.core import constexpr
+from .runtime import cuda as _cuda
+from .runtime import debug as _debug
 from .runtime import launcher
-from .runtime.launcher import GPU_LAUNCH_MESSAGE
+from .runtime.launcher import (GPU_LAUNCH_MESSAGE, check_devices, convert_runtime_args,
+                               normalize_grid, python_scalar)
 
 # Launch options Triton accepts; on the CPU they have no effect.
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
@@ -63,60 +68,6 @@ def _names(items, arg_names, what):
             out.add(item)
         else:
             raise ValueError(f"{what}: no parameter named {item!r}")
-    return out
-
-
-def normalize_grid(grid, meta):
-    """The grid as 3 ints; a callable grid is called with `meta` first."""
-    if type(grid) is tuple and len(grid) == 3 and all(type(x) is int and x >= 0 for x in grid):
-        return grid
-    if callable(grid):
-        grid = grid(meta)
-    grid = tl.core._unwrap(grid)
-    if not isinstance(grid, (tuple, list)):
-        grid = (grid,)
-    if not 1 <= len(grid) <= 3:
-        raise ValueError(f"the grid must have 1 to 3 dimensions, got {tuple(grid)!r}")
-    try:
-        g = [int(tl.core._unwrap(x)) for x in grid]
-    except (TypeError, ValueError):
-        raise TypeError(f"the grid must be a tuple of ints, got {tuple(grid)!r}") from None
-    if any(x < 0 for x in g):
-        raise ValueError(f"the grid must not be negative, got {tuple(g)!r}")
-    return tuple(g + [1] * (3 - len(g)))
-
-
-def convert_runtime_args(compiled, values):
-    """Executor arguments (_C.ExecPointer / int / float / bool) for the
-    runtime arguments of `compiled`, in order. Values are PointerArgs (from
-    JITFunction._key) or what the user passed."""
-    C = load_C()
-    out = []
-    for name, v in zip(compiled.arg_names, values):
-        t = type(v)
-        if t is launcher.PointerArg:
-            p = v
-        elif t is bool or t is float:
-            out.append(v)
-            continue
-        elif t is int:
-            out.append(launcher.exec_int(v))
-            continue
-        else:
-            p = launcher.pointer_arg(v, f"argument {name!r}")
-            if p is None:
-                v = _python_scalar(v)
-                if isinstance(v, (bool, float)):
-                    out.append(v)
-                elif isinstance(v, int):
-                    out.append(launcher.exec_int(v))
-                else:
-                    raise TypeError(f"argument {name!r}: unsupported type "
-                                    f"{type(v).__name__}")
-                continue
-        if p.device != "cpu":
-            _check_devices([p])
-        out.append(C.ExecPointer(p.address, p.nbytes))
     return out
 
 
@@ -174,8 +125,7 @@ class JITFunction:
     def parse(self):
         """The function's AST and source location (codegen.FunctionSource)."""
         if self._source is None:
-            from .compiler.codegen import parse_function  # noqa: PLC0415
-            self._source = parse_function(self.fn)
+            self._source = codegen.parse_function(self.fn)
         return self._source
 
     def __call__(self, *args, **kwargs):
@@ -274,7 +224,7 @@ class JITFunction:
                 continue
             t = type(v)
             if t is not bool and t is not int and t is not float:
-                v = _python_scalar(v)
+                v = python_scalar(v)
                 t = type(v)
             if t is bool:
                 key.append(("i1",))
@@ -317,13 +267,12 @@ class JITFunction:
         values = self._bind(args, kwargs)
         key, spec, runtime = self._key(values)
         if _uses_device(runtime):
-            _check_devices(runtime, allow_cuda=True)
+            check_devices(runtime, allow_cuda=True)
             if _gpu_backend():
-                from .runtime import cuda  # noqa: PLC0415
                 bound = inspect.BoundArguments(self.signature,
                                                dict(zip(self.arg_names, values)))
-                kernel = cuda.run_jit(self, bound, key, _params(spec), runtime, grid, options,
-                                      warmup)
+                kernel = _run_gpu(self, bound, key, _params(spec), runtime, grid, options,
+                                  warmup)
                 self._register_fast(args, kwargs, options, spec, kernel)
                 return kernel
             if not warmup:
@@ -331,7 +280,7 @@ class JITFunction:
         kernel = self.cache.get(key)
         if kernel is None:
             try:
-                kernel = compile_kernel(self, _params(spec))
+                kernel = compile_tile(self, _params(spec))
             except CompilationError as e:
                 # The frames inside the compiler say nothing about the user's
                 # mistake; the error names the kernel's own line.
@@ -351,6 +300,62 @@ class JITFunction:
         if g[0] > 0 and g[1] > 0 and g[2] > 0:
             kernel.run(g, exec_args)
         return kernel
+
+
+def _run_gpu(jit_fn, bound, key, params, values, grid, options, warmup):
+    """JITFunction.run for a launch whose tensors are on the GPU: compile
+    (per specialisation, options and device; memory and disk cached) and
+    launch on torch's current stream. Returns the GPUKernel.
+
+    bound: the launch's inspect.BoundArguments (for a callable grid's meta);
+    key, params, values: JITFunction's specialisation key, the code
+    generator's params and the runtime values (PointerArg for tensors);
+    grid: as given to kernel[grid]; options: the launch options
+    (num_warps, num_stages, stream, ...)."""
+    device, args = _cuda.launch_device(jit_fn, params, values)
+    num_warps = options.get("num_warps") or _compiler.DEFAULT_NUM_WARPS
+    num_stages = options.get("num_stages") or _compiler.DEFAULT_NUM_STAGES
+    try:
+        gpu_cache = jit_fn.gpu_cache
+    except AttributeError:
+        gpu_cache = jit_fn.gpu_cache = {}
+    debug = _debug.debug_enabled(jit_fn, options)
+    ck = (key, num_warps, num_stages, device, debug)
+    kernel = gpu_cache.get(ck)
+    if kernel is None:
+        try:
+            kernel = _compiler.compile_gpu(jit_fn, params, key, num_warps=num_warps,
+                                           num_stages=num_stages,
+                                           target=_cuda.default_target(device),
+                                           bounds_check=debug)
+        except CompilationError as e:
+            raise e.with_traceback(None) from None
+        gpu_cache[ck] = kernel
+    if warmup:
+        return kernel
+    if grid is None:
+        raise TypeError(f"{jit_fn.__name__}: no grid given; launch with "
+                        f"{jit_fn.__name__}[grid](...)")
+    if callable(grid):
+        meta = {k: tl.core._unwrap(v) for k, v in bound.arguments.items()}
+        meta.update(options)
+        grid = grid(meta)
+    if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(x) is int and x >= 0
+                                                           for x in grid):
+        g = grid + (1,) * (3 - len(grid))  # the common case, checked inline
+    else:
+        g = normalize_grid(grid, None)
+    if g[0] == 0 or g[1] == 0 or g[2] == 0:
+        return kernel
+    stream = options.get("stream")
+    if stream is None:
+        stream = _cuda.current_stream(device)
+    if debug:
+        _debug.launch_debug(kernel, g, args, values, stream, device, False)
+        return kernel
+    # Pointers were checked above (torch says they are CUDA tensors).
+    kernel.gpu_kernel().launch(g[0], g[1], g[2], stream, device, args, False)
+    return kernel
 
 
 _STATIC_TYPES = (int, float, bool, str, type(None), tl.dtype, tuple)
@@ -390,25 +395,6 @@ def _uses_device(values):
 def _gpu_backend():
     """Whether this build of _C can compile for NVIDIA GPUs."""
     return hasattr(load_C(), "compile_to_ptx")
-
-
-def _check_devices(values, allow_cuda=False):
-    """Tensors must be in host memory (the CPU executor) or on a CUDA GPU."""
-    for v in values:
-        if type(v) is launcher.PointerArg and v.device != "cpu":
-            if v.device == "cuda":
-                if not allow_cuda:
-                    raise RuntimeError(GPU_LAUNCH_MESSAGE)
-                continue
-            raise RuntimeError(f"tensors on device '{v.device}' cannot be kernel arguments; "
-                               "pass CPU tensors to run on the CPU executor")
-
-
-def _python_scalar(v):
-    """numpy scalars as Python bool/int/float."""
-    if type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
-        return v.item()
-    return v
 
 
 def _key_of(v, what):

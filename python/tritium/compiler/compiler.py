@@ -1,96 +1,379 @@
-"""The compile driver: code generation -> the tile pass pipeline -> a
-CompiledKernel that runs on the CPU executor.
+"""The compile driver: one specialisation of a @jit function -> tile IR
+(compiler.pipeline.compile_tile) -> GPU passes, PTX (`_C.compile_to_ptx`,
+`_C.compile_batch`) -> cubin (ptxas, when installed) -> a GPUKernel, through
+the on-disk cache. Needs no GPU: the target is a value.
 
-With TRITIUM_CHECK_ROUNDTRIP=1 every compile checks that the IR text
-round-trips (print(parse(print(ir))) == print(ir)) before and after the
-pipeline, and runs the verifier after every pass.
+Entry points:
+  - `compile_gpu(jit_fn, params, spec_key, ...)`: one specialisation (what
+    `tritium.compile` and a GPU launch of a @jit function call).
+  - `compile_gpu_batch(requests)`: many at once, the back halves in parallel.
+  - `precompile(requests)` / `discard_precompiled(tokens)`: the autotuner's
+    batch, handed to the compile_gpu calls that its warmup loop makes.
+
+`CompiledKernel` here is the base of both kinds of compiled kernel
+(runtime.launcher), the name Triton users import from
+`triton.compiler.compiler`.
 """
 
-import difflib
 import os
+import sys
+import time
 
-from ..errors import CompilationError, ExecutionError, load_C, user_error_args
-from . import codegen
+from ..errors import CompilationError, load_C, user_error_args
+from ..runtime import cache as _cache
+from ..runtime.cuda import GPUKernel
+from ..runtime.debug import bounds_metadata
+from ..runtime.launcher import CompiledKernel  # noqa: F401 -- Triton's import path
+from .pipeline import compile_tile
 
-
-def check_roundtrip_enabled():
-    return os.environ.get("TRITIUM_CHECK_ROUNDTRIP", "") not in ("", "0")
-
-
-def _check_roundtrip(C, module, stage, name):
-    text = C.print_module(module, True)
-    again = C.print_module(C.parse_module(text, f"<{name}:{stage}>"), True)
-    if again != text:
-        diff = "\n".join(difflib.unified_diff(text.splitlines(), again.splitlines(),
-                                              "printed", "printed(parsed(printed))",
-                                              lineterm=""))
-        raise AssertionError(f"IR text of kernel {name!r} does not round-trip {stage}:\n{diff}")
+DEFAULT_NUM_WARPS = 4
+DEFAULT_NUM_STAGES = 3
 
 
-class CompiledKernel:
-    """One specialisation of a kernel, compiled.
+# ---------------------------------------------------------------------------
+# compiling
+#
+# compile_gpu runs in two halves. The front half (_compile_front) needs the
+# GIL: the disk cache lookup and the Python code generator (AST -> tile IR,
+# then the tile passes). The back half (_compile_back: GPU passes, PTX,
+# ptxas) is C++ that runs without the GIL, for many kernels at once on a
+# thread pool (`_C.compile_batch`). compile_gpu_batch runs the front halves
+# one by one, then all the back halves in one batch; the autotuner uses it
+# (through `precompile`) to compile every config of a tuning before timing.
+#
+# TRITIUM_COMPILE_TIMES=1 prints, per compile, where the time went (stderr);
+# `GPUKernel.compile_times` keeps the figures (ms) of the compile that made it.
 
-    asm["tir-raw"] is the tile IR as generated, asm["tir"] after the pass
-    pipeline. `params` is the specialisation (see codegen.build_kernel);
-    `arg_names` the runtime arguments, in order; `constants` the specialised
-    ones."""
-
-    def __init__(self, name, module, asm, params, stats):
-        self.name = name
-        self.module = module
-        self.asm = asm
-        self.params = params
-        self.stats = stats
-        self.arg_names = [n for n, p in params if p[0] == "arg"]
-        self.constants = {n: p[1] for n, p in params if p[0] == "const"}
-        self.signature = {n: str(p[1]) for n, p in params if p[0] == "arg"}
-        self.metadata = {"name": name, "num_warps": None, "num_stages": None}
-
-    def __repr__(self):
-        return f"CompiledKernel({self.name}, signature={self.signature})"
-
-    def run(self, grid, args, num_threads=0):
-        """Runs on the CPU executor. grid: 3 ints; args: executor arguments
-        (_C.ExecPointer / int / float / bool), one per runtime argument."""
-        C = load_C()
-        try:
-            C.execute(self.module, self.name, tuple(grid), list(args), num_threads)
-        except C.ExecutionError as e:
-            message, file, line, col = user_error_args(e)
-            raise ExecutionError(message, file or "", line, col) from None
-
-    def __getitem__(self, grid):
-        """compiled[grid](*runtime_args): runs with the runtime arguments only
-        (the constexprs are baked in)."""
-        from ..jit import convert_runtime_args, normalize_grid  # noqa: PLC0415
-
-        def launch(*args):
-            if len(args) != len(self.arg_names):
-                raise TypeError(f"{self.name}: expected {len(self.arg_names)} runtime "
-                                f"arguments ({', '.join(self.arg_names)}), got {len(args)}")
-            values = convert_runtime_args(self, args)  # raises for GPU tensors
-            g = normalize_grid(grid, {})
-            if all(x > 0 for x in g):
-                self.run(g, values)
-
-        return launch
-
-
-def compile_kernel(jit_fn, params, name=None):
-    """Builds, optimises and wraps one specialisation of `jit_fn`."""
-    C = load_C()
-    check = check_roundtrip_enabled()
-    module, kernel_name = codegen.build_kernel(jit_fn, params, name)
-    raw = C.print_module(module, False)
-    if check:
-        C.verify(module)
-        _check_roundtrip(C, module, "after code generation", kernel_name)
+def _compile_to_ptx(C, tile, target, num_warps, num_stages, bounds_check=False):
+    fn = getattr(C, "compile_to_ptx", None)
+    if fn is None:
+        raise NotImplementedError("this build of tritium._C has no NVIDIA backend "
+                                  "(_C.compile_to_ptx); rebuild with `make build`")
+    extra = {"bounds_check": True} if bounds_check else {}
     try:
-        stats = C.run_passes(module, C.default_pipeline(), check)
+        # compile_to_ptx works on its own copy: tile.module stays the tile IR.
+        return fn(tile.module, tile.name, target, num_warps, num_stages, **extra)
     except C.UserError as e:
         message, file, line, col = user_error_args(e)
-        raise CompilationError(message, file, line, col, function=kernel_name) from None
-    if check:
-        _check_roundtrip(C, module, "after the pass pipeline", kernel_name)
-    asm = {"tir-raw": raw, "tir": C.print_module(module, False)}
-    return CompiledKernel(kernel_name, module, asm, params, stats)
+        raise CompilationError(message, file, line, col, function=tile.name) from None
+
+
+_PHASES = (("lookup", "cache lookup"), ("ast", "AST walk"), ("tile", "tile passes"),
+           ("ptx", "GPU passes+PTX"), ("ptxas", "ptxas"), ("store", "cache store"))
+
+# Counters of the batch path (tests and benchmarks read them).
+compile_stats = {"batches": 0, "batch_jobs": 0, "precompiled": 0, "precompiled_used": 0}
+
+# Kernels a batch compiled ahead of the launches that will ask for them:
+# (jit_fn, spec_key, num_warps, num_stages, target, name) -> GPUKernel. An
+# entry is handed out once (the @jit function's gpu_cache keeps it from then on).
+_precompiled = {}
+
+
+def compile_times_enabled():
+    return os.environ.get("TRITIUM_COMPILE_TIMES", "") not in ("", "0")
+
+
+def _ms(t0):
+    return (time.perf_counter() - t0) * 1e3
+
+
+def _report_times(name, target, num_warps, times, note=""):
+    parts = [f"{label} {times[k]:.1f} ms" for k, label in _PHASES if k in times]
+    print(f"tritium compile {name} [{target}, num_warps={num_warps}]{note}: "
+          + ", ".join(parts) + f"; total {times.get('total', 0.0):.1f} ms",
+          file=sys.stderr, flush=True)
+
+
+def _check_launch_options(num_warps, num_stages):
+    num_warps, num_stages = int(num_warps), int(num_stages)
+    if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
+        raise ValueError(f"num_warps must be a power of two in [1, 32], got {num_warps}")
+    if num_stages < 1:
+        raise ValueError(f"num_stages must be at least 1, got {num_stages}")
+    return num_warps, num_stages
+
+
+_ptxas_ids = {}
+
+
+def _ptxas_identity(C, path):
+    """What the cache key records of ptxas: its path, size and mtime (a
+    stat, where `ptxas --version` would start a process on every cold
+    start); C.ptxas_version() when the file cannot be stat'ed."""
+    ident = _ptxas_ids.get(path)
+    if ident is None:
+        try:
+            st = os.stat(path)
+            ident = f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+        except OSError:
+            ident = C.ptxas_version()
+        _ptxas_ids[path] = ident
+    return ident
+
+
+class _Pending:
+    """A specialisation through the front half: its tile IR, waiting for the
+    back half (PTX, cubin) and the cache store."""
+
+    __slots__ = ("tile", "target", "num_warps", "num_stages", "bounds_check", "store", "key",
+                 "times", "t0")
+
+    def __init__(self, tile, target, num_warps, num_stages, bounds_check, store, key, times, t0):
+        self.tile, self.target, self.store, self.key = tile, target, store, key
+        self.num_warps, self.num_stages = num_warps, num_stages
+        self.bounds_check = bounds_check
+        self.times, self.t0 = times, t0
+
+
+
+def _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, name, use_cache,
+                   bounds_check=False):
+    """A GPUKernel (from the disk cache) or a _Pending for the back half."""
+    t0 = time.perf_counter()
+    times = {} if compile_times_enabled() else None
+    C = load_C()
+    num_warps, num_stages = _check_launch_options(num_warps, num_stages)
+    ptxas = C.ptxas_path()
+    store = _cache.default_cache() if use_cache else None
+    key = None
+    if store is not None:
+        options = {"num_warps": num_warps, "num_stages": num_stages, "target": target,
+                   "name": name}
+        if bounds_check:
+            options["bounds_check"] = True
+        key = _cache.make_key(jit_fn, spec_key, options,
+                              extra="ptxas=" + (_ptxas_identity(C, ptxas) if ptxas else "none"))
+        blobs = store.get(key)
+        if blobs is not None:
+            try:
+                kernel = GPUKernel.from_blobs(blobs)
+            except (KeyError, ValueError, UnicodeDecodeError):
+                pass  # an entry of an older layout: recompile and replace it
+            else:
+                if times is not None:
+                    times["lookup"] = times["total"] = _ms(t0)
+                    kernel.compile_times = times
+                    _report_times(kernel.name, target, num_warps, times, " (disk cache hit)")
+                return kernel
+    if times is not None:
+        times["lookup"] = _ms(t0)
+    tile = compile_tile(jit_fn, params, name, times)
+    return _Pending(tile, target, num_warps, num_stages, bool(bounds_check), store, key, times,
+                    t0)
+
+
+def _compile_error(C, e, tile):
+    """A back-half failure as the single-compile path reports it: a user's
+    mistake as CompilationError at its line, anything else as it is."""
+    if isinstance(e, C.UserError):
+        message, file, line, col = user_error_args(e)
+        return CompilationError(message, file, line, col, function=tile.name)
+    return e
+
+
+def _finish(p, res):
+    """The GPUKernel of a _Pending from its back half's result (a dict of
+    compile_batch's), stored in the disk cache."""
+    tile = p.tile
+    asm = dict(tile.asm)
+    asm["gir"] = res["gir"]
+    asm["ptx"] = res["ptx"]
+    if res.get("cubin") is not None:
+        asm["cubin"] = res["cubin"]
+    metadata = {
+        "name": res["name"],
+        "num_warps": int(res.get("num_warps", p.num_warps)),
+        "num_stages": p.num_stages,
+        "shared": int(res.get("shared_bytes", 0)),
+        "target": p.target,
+        "params": [[str(k), str(n)] for k, n in res["params"]],
+        "ptxas_log": res.get("ptxas_log", ""),
+    }
+    if p.bounds_check:
+        metadata["bounds_check"] = bounds_metadata(res)
+        metadata["debug"] = True
+    if len(metadata["params"]) != len(tile.arg_names):
+        raise RuntimeError(f"internal error: kernel {tile.name!r} has {len(tile.arg_names)} "
+                           f"runtime arguments but its PTX {len(metadata['params'])} parameters")
+    kernel = GPUKernel(res["name"], asm, metadata, tile)
+    times = p.times
+    if times is not None:
+        times["ptx"] = float(res.get("ptx_ms", 0.0))
+        if "cubin" in asm:
+            times["ptxas"] = float(res.get("ptxas_ms", 0.0))
+    if p.store is not None:
+        t0 = time.perf_counter()
+        p.store.put(p.key, kernel.to_blobs())
+        if times is not None:
+            times["store"] = _ms(t0)
+    if times is not None:
+        times["total"] = _ms(p.t0)
+        kernel.compile_times = times
+        _report_times(kernel.name, p.target, p.num_warps, times)
+    return kernel
+
+
+def _back_one(C, p):
+    """The back half of one _Pending on this thread, with the GIL (bounds-
+    checked kernels, or an older _C without compile_batch): returns
+    compile_batch's dict for it, or raises."""
+    t0 = time.perf_counter()
+    res = _compile_to_ptx(C, p.tile, p.target, p.num_warps, p.num_stages, p.bounds_check)
+    res["ptx_ms"] = _ms(t0)
+    if C.ptxas_path():
+        t0 = time.perf_counter()
+        res["cubin"], res["ptxas_log"] = C.run_ptxas(res["ptx"], p.target, [])
+        res["ptxas_ms"] = _ms(t0)
+    return res
+
+
+def _compile_back(C, pending, num_threads=0):
+    """The back halves of `pending` (GPU passes, PTX, ptxas) on up to
+    num_threads threads: a GPUKernel or an exception per entry, in order."""
+    batch = getattr(C, "compile_batch", None)
+    results = [None] * len(pending)
+    jobs, where = [], []
+    for i, p in enumerate(pending):
+        if batch is None or p.bounds_check:
+            try:
+                results[i] = _back_one(C, p)
+            except Exception as e:  # noqa: BLE001 -- reported in its slot
+                results[i] = {"error": e}
+        else:
+            jobs.append((p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages))
+            where.append(i)
+    if jobs:
+        for i, res in zip(where, batch(jobs, None, num_threads)):
+            results[i] = res
+    out = []
+    for p, res in zip(pending, results):
+        if res.get("error") is not None:
+            out.append(_compile_error(C, res["error"], p.tile))
+            continue
+        try:
+            out.append(_finish(p, res))
+        except Exception as e:  # noqa: BLE001
+            out.append(e)
+    return out
+
+
+def compile_gpu(jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
+                num_stages=DEFAULT_NUM_STAGES, target="sm_90a", name=None, use_cache=True,
+                bounds_check=False):
+    """Compiles one specialisation of `jit_fn` for `target` (no GPU needed).
+
+    params / spec_key: as JITFunction.specialize returns them. bounds_check:
+    a debug build (see runtime.debug). Takes a kernel a batch
+    (`precompile`) made for it, else looks in the disk cache first; stores
+    what it compiles there."""
+    if not bounds_check:
+        kernel = _precompiled.pop((jit_fn, spec_key, num_warps, num_stages, target, name), None)
+        if kernel is not None:
+            compile_stats["precompiled_used"] += 1
+            return kernel
+    front = _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, name,
+                           use_cache, bounds_check)
+    if isinstance(front, GPUKernel):
+        return front
+    C = load_C()
+    if bounds_check or getattr(C, "compile_batch", None) is None:
+        return _finish(front, _back_one(C, front))
+    out = _compile_back(C, [front], num_threads=1)[0]  # on this thread, GIL released
+    if isinstance(out, BaseException):
+        raise out.with_traceback(None)
+    return out
+
+
+class CompileRequest:
+    """One specialisation for compile_gpu_batch: compile_gpu's arguments."""
+
+    __slots__ = ("jit_fn", "params", "spec_key", "num_warps", "num_stages", "target", "name",
+                 "use_cache")
+
+    def __init__(self, jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
+                 num_stages=DEFAULT_NUM_STAGES, target="sm_90a", name=None, use_cache=True):
+        self.jit_fn, self.params, self.spec_key = jit_fn, params, spec_key
+        self.num_warps, self.num_stages = num_warps, num_stages
+        self.target, self.name, self.use_cache = target, name, use_cache
+
+    def ident(self):
+        """What tells two requests apart (compile_gpu's hand-off key)."""
+        return (self.jit_fn, self.spec_key, self.num_warps, self.num_stages, self.target,
+                self.name)
+
+    def __repr__(self):
+        return (f"CompileRequest({getattr(self.jit_fn, '__name__', self.jit_fn)}, "
+                f"{self.spec_key}, num_warps={self.num_warps}, target={self.target})")
+
+
+def compile_gpu_batch(requests, num_threads=0):
+    """Compiles many specialisations: the front halves (cache lookup, AST
+    walk) one after the other, then every back half (PTX, ptxas) at once on
+    a thread pool of num_threads (0: one per core). Returns, per request and
+    in order, a GPUKernel or the exception its compile raised (one failure
+    does not stop the others). Identical requests are compiled once."""
+    C = load_C()
+    t0 = time.perf_counter()
+    out = [None] * len(requests)
+    pending, slots, first = [], [], {}
+    for i, r in enumerate(requests):
+        ident = r.ident()
+        if ident in first:
+            slots.append((i, first[ident]))
+            continue
+        first[ident] = i
+        try:
+            front = _compile_front(r.jit_fn, r.params, r.spec_key, r.num_warps, r.num_stages,
+                                   r.target, r.name, r.use_cache)
+        except Exception as e:  # noqa: BLE001 -- reported in its slot
+            out[i] = e.with_traceback(None) if isinstance(e, CompilationError) else e
+            continue
+        if isinstance(front, GPUKernel):
+            out[i] = front
+        else:
+            pending.append((i, front))
+    t1 = time.perf_counter()
+    if pending:
+        compile_stats["batches"] += 1
+        compile_stats["batch_jobs"] += len(pending)
+        for (i, _), res in zip(pending, _compile_back(C, [p for _, p in pending], num_threads)):
+            out[i] = res
+    for i, j in slots:
+        out[i] = out[j]
+    if compile_times_enabled():
+        print(f"tritium compile batch: {len(requests)} requests, {len(pending)} compiled; "
+              f"front halves {(t1 - t0) * 1e3:.1f} ms, back halves "
+              f"{(time.perf_counter() - t1) * 1e3:.1f} ms (parallel)", file=sys.stderr,
+              flush=True)
+    return out
+
+
+
+
+def precompile(requests, num_threads=0):
+    """Compiles `requests` in one batch (compile_gpu_batch) and keeps the
+    kernels for the compile_gpu calls that will ask for them. Returns
+    (tokens, errors): tokens for discard_precompiled; errors maps a request's
+    index to the exception its compile raised."""
+    tokens, errors = [], {}
+    for i, (r, res) in enumerate(zip(requests, compile_gpu_batch(requests, num_threads))):
+        if isinstance(res, BaseException):
+            errors[i] = res
+            continue
+        ident = r.ident()
+        if ident not in _precompiled:
+            _precompiled[ident] = res
+            compile_stats["precompiled"] += 1
+        tokens.append(ident)
+    return tokens, errors
+
+
+def discard_precompiled(tokens):
+    """Forgets the precompiled kernels of `tokens` nobody asked for; returns
+    the tokens whose kernels compile_gpu handed out."""
+    taken = []
+    for t in tokens:
+        if _precompiled.pop(t, None) is None:
+            taken.append(t)
+    return taken

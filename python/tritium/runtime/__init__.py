@@ -1,4 +1,6 @@
-"""The runtime side of tritium: turning Python arguments into kernel
-arguments and launching compiled kernels (the CPU executor for now)."""
+"""The runtime side of tritium, which knows no compiler: turning Python
+arguments into kernel arguments (launcher.py), the disk cache (cache.py),
+CUDA devices and GPU kernels (cuda.py) and bounds-checked launches
+(debug.py)."""
 
 from .launcher import GPU_LAUNCH_MESSAGE, PointerArg, int_dtype, pointer_arg  # noqa: F401

@@ -1,6 +1,8 @@
-"""Kernel arguments on the CPU: classify a Python value (numpy array, torch
-tensor, int, float, bool, None) for the specialisation key, and convert it to
-what `_C.execute` takes (`_C.ExecPointer`, int, float, bool).
+"""Kernel arguments: classify a Python value (numpy array, torch tensor, int,
+float, bool, None) for the specialisation key, convert it to what
+`_C.execute` takes (`_C.ExecPointer`, int, float, bool), and normalise a
+launch grid. `CompiledKernel` is what every compile returns (a TileKernel on
+the CPU executor, a GPUKernel for a GPU target).
 
 torch is never imported here: a torch tensor is recognised by its type's
 module, and everything needed is read from the tensor itself.
@@ -9,6 +11,7 @@ module, and everything needed is read from the tensor itself.
 import sys
 
 from .. import language as tl
+from ..errors import load_C
 
 GPU_LAUNCH_MESSAGE = ("GPU launch is not implemented yet; pass CPU tensors to run on the "
                       "CPU executor")
@@ -139,3 +142,92 @@ def int_dtype(v):
 def exec_int(v):
     """An int argument as the executor's int64 (u64 values wrap)."""
     return v - 2 ** 64 if v >= 2 ** 63 else v
+
+
+class CompiledKernel:
+    """One specialisation of a kernel, compiled: what `tritium.compile`,
+    `kernel.warmup(...)` and `kernel[grid](...)` return (Triton's
+    `triton.compiler.CompiledKernel`). Two kinds: compiler.pipeline.TileKernel
+    (tile IR, run by the CPU executor) and runtime.cuda.GPUKernel (PTX and
+    cubin for a GPU target). Both have name, asm, metadata, arg_names (the
+    runtime arguments, in order) and launch with kernel[grid](*runtime_args)."""
+
+    __slots__ = ()
+
+    def _check_arg_count(self, args):
+        if len(args) != len(self.arg_names):
+            raise TypeError(f"{self.name}: expected {len(self.arg_names)} runtime arguments "
+                            f"({', '.join(self.arg_names)}), got {len(args)}")
+
+
+def normalize_grid(grid, meta):
+    """The grid as 3 ints; a callable grid is called with `meta` first."""
+    if type(grid) is tuple and len(grid) == 3 and all(type(x) is int and x >= 0 for x in grid):
+        return grid
+    if callable(grid):
+        grid = grid(meta)
+    grid = tl.core._unwrap(grid)
+    if not isinstance(grid, (tuple, list)):
+        grid = (grid,)
+    if not 1 <= len(grid) <= 3:
+        raise ValueError(f"the grid must have 1 to 3 dimensions, got {tuple(grid)!r}")
+    try:
+        g = [int(tl.core._unwrap(x)) for x in grid]
+    except (TypeError, ValueError):
+        raise TypeError(f"the grid must be a tuple of ints, got {tuple(grid)!r}") from None
+    if any(x < 0 for x in g):
+        raise ValueError(f"the grid must not be negative, got {tuple(g)!r}")
+    return tuple(g + [1] * (3 - len(g)))
+
+
+def python_scalar(v):
+    """numpy scalars as Python bool/int/float."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+        return v.item()
+    return v
+
+
+def check_devices(values, allow_cuda=False):
+    """Tensors must be in host memory (the CPU executor) or on a CUDA GPU."""
+    for v in values:
+        if type(v) is PointerArg and v.device != "cpu":
+            if v.device == "cuda":
+                if not allow_cuda:
+                    raise RuntimeError(GPU_LAUNCH_MESSAGE)
+                continue
+            raise RuntimeError(f"tensors on device '{v.device}' cannot be kernel arguments; "
+                               "pass CPU tensors to run on the CPU executor")
+
+
+def convert_runtime_args(compiled, values):
+    """Executor arguments (_C.ExecPointer / int / float / bool) for the
+    runtime arguments of `compiled`, in order. Values are PointerArgs (from
+    JITFunction._key) or what the user passed."""
+    C = load_C()
+    out = []
+    for name, v in zip(compiled.arg_names, values):
+        t = type(v)
+        if t is PointerArg:
+            p = v
+        elif t is bool or t is float:
+            out.append(v)
+            continue
+        elif t is int:
+            out.append(exec_int(v))
+            continue
+        else:
+            p = pointer_arg(v, f"argument {name!r}")
+            if p is None:
+                v = python_scalar(v)
+                if isinstance(v, (bool, float)):
+                    out.append(v)
+                elif isinstance(v, int):
+                    out.append(exec_int(v))
+                else:
+                    raise TypeError(f"argument {name!r}: unsupported type "
+                                    f"{type(v).__name__}")
+                continue
+        if p.device != "cpu":
+            check_devices([p])
+        out.append(C.ExecPointer(p.address, p.nbytes))
+    return out
