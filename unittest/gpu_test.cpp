@@ -31,7 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path repoRoot() { return fs::path(__FILE__).parent_path().parent_path(); }
+// CMake passes the source root: __FILE__ is relative under ccache's base_dir.
+fs::path repoRoot() { return fs::path(TRITIUM_SOURCE_DIR); }
 
 std::string readFile(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);

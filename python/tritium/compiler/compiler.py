@@ -1,7 +1,8 @@
 """The compile driver: one specialisation of a @jit function -> tile IR
-(compiler.pipeline.compile_tile) -> GPU passes, PTX (`_C.compile_to_ptx`,
-`_C.compile_batch`) -> cubin (ptxas, when installed) -> a GPUKernel, through
-the on-disk cache. Needs no GPU: the target is a value.
+(compiler.pipeline.compile_tile) -> GPU passes, PTX and cubin (ptxas, when
+installed) in `_C.compile_batch`, which runs the one C++ pipeline
+(lib/target/nvidia/pipeline.cpp) per job -> a GPUKernel, through the on-disk
+cache. Needs no GPU: the target is a value.
 
 Entry points:
   - `compile_gpu(jit_fn, params, spec_key, ...)`: one specialisation (what
@@ -43,20 +44,6 @@ DEFAULT_NUM_STAGES = 3
 #
 # TRITIUM_COMPILE_TIMES=1 prints, per compile, where the time went (stderr);
 # `GPUKernel.compile_times` keeps the figures (ms) of the compile that made it.
-
-def _compile_to_ptx(C, tile, target, num_warps, num_stages, bounds_check=False):
-    fn = getattr(C, "compile_to_ptx", None)
-    if fn is None:
-        raise NotImplementedError("this build of tritium._C has no NVIDIA backend "
-                                  "(_C.compile_to_ptx); rebuild with `make build`")
-    extra = {"bounds_check": True} if bounds_check else {}
-    try:
-        # compile_to_ptx works on its own copy: tile.module stays the tile IR.
-        return fn(tile.module, tile.name, target, num_warps, num_stages, **extra)
-    except C.UserError as e:
-        message, file, line, col = user_error_args(e)
-        raise CompilationError(message, file, line, col, function=tile.name) from None
-
 
 _PHASES = (("lookup", "cache lookup"), ("ast", "AST walk"), ("tile", "tile passes"),
            ("ptx", "GPU passes+PTX"), ("ptxas", "ptxas"), ("store", "cache store"))
@@ -214,38 +201,18 @@ def _finish(p, res):
     return kernel
 
 
-def _back_one(C, p):
-    """The back half of one _Pending on this thread, with the GIL (bounds-
-    checked kernels, or an older _C without compile_batch): returns
-    compile_batch's dict for it, or raises."""
-    t0 = time.perf_counter()
-    res = _compile_to_ptx(C, p.tile, p.target, p.num_warps, p.num_stages, p.bounds_check)
-    res["ptx_ms"] = _ms(t0)
-    if C.ptxas_path():
-        t0 = time.perf_counter()
-        res["cubin"], res["ptxas_log"] = C.run_ptxas(res["ptx"], p.target, [])
-        res["ptxas_ms"] = _ms(t0)
-    return res
-
-
 def _compile_back(C, pending, num_threads=0):
     """The back halves of `pending` (GPU passes, PTX, ptxas) on up to
     num_threads threads: a GPUKernel or an exception per entry, in order."""
+    # Every GPU compile, bounds-checked or not, one or many, goes through
+    # _C.compile_batch, i.e. the one C++ pipeline (compileKernel).
     batch = getattr(C, "compile_batch", None)
-    results = [None] * len(pending)
-    jobs, where = [], []
-    for i, p in enumerate(pending):
-        if batch is None or p.bounds_check:
-            try:
-                results[i] = _back_one(C, p)
-            except Exception as e:  # noqa: BLE001 -- reported in its slot
-                results[i] = {"error": e}
-        else:
-            jobs.append((p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages))
-            where.append(i)
-    if jobs:
-        for i, res in zip(where, batch(jobs, None, num_threads)):
-            results[i] = res
+    if batch is None:
+        raise NotImplementedError("this build of tritium._C has no NVIDIA backend "
+                                  "(_C.compile_batch); rebuild with `make build`")
+    jobs = [(p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages, p.bounds_check)
+            for p in pending]
+    results = batch(jobs, None, num_threads) if jobs else []
     out = []
     for p, res in zip(pending, results):
         if res.get("error") is not None:
@@ -277,8 +244,6 @@ def compile_gpu(jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
     if isinstance(front, GPUKernel):
         return front
     C = load_C()
-    if bounds_check or getattr(C, "compile_batch", None) is None:
-        return _finish(front, _back_one(C, front))
     out = _compile_back(C, [front], num_threads=1)[0]  # on this thread, GIL released
     if isinstance(out, BaseException):
         raise out.with_traceback(None)
