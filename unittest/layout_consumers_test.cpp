@@ -167,6 +167,40 @@ std::vector<Access> sharedAccesses(const std::string &ptx, int64_t tid) {
   return out;
 }
 
+/// Checks, for every thread of `numWarps` warps, that the shared accesses
+/// of `ptx` come in `phases` (store or load, in a layout of a tensor with
+/// `cols` columns), each register at 4 * its element's row-major index
+/// (plus the scratch's offset, taken from thread 0's first store).
+void expectAddresses(
+    const std::string &ptx,
+    const std::vector<std::pair<bool, const LinearLayout *>> &phases,
+    int64_t cols, int numWarps) {
+  // A scratch's offset, from thread 0's first store into it; the same for
+  // every thread.
+  std::vector<int64_t> bases(phases.size(), 0);
+  for (int tid = 0; tid < 32 * numWarps; ++tid) {
+    std::vector<Access> acc = sharedAccesses(ptx, tid);
+    size_t i = 0;
+    for (size_t ph = 0; ph < phases.size(); ++ph) {
+      const LinearLayout &ll = *phases[ph].second;
+      for (int r = 0; r < ll.numRegs();) {
+        ASSERT_LT(i, acc.size()) << "too few shared accesses";
+        const Access &a = acc[i++];
+        ASSERT_EQ(a.store, phases[ph].first) << "phase " << ph;
+        for (int k = 0; k < a.vec; ++k, ++r) {
+          Basis c = ll.apply(r, tid % 32, tid / 32);
+          int64_t want = 4 * (c[0] * cols + c[1]);
+          if (tid == 0 && ph % 2 == 0 && r == 0)
+            bases[ph] = bases[ph + 1] = a.addr - want;
+          ASSERT_EQ(a.addr + 4 * k, bases[ph] + want)
+              << "thread " << tid << " phase " << ph << " register " << r;
+        }
+      }
+    }
+    EXPECT_EQ(i, acc.size());
+  }
+}
+
 /// blocked -> XOR -> blocked through shared memory: every thread's stores
 /// and loads must address, register by register, 4 * the row-major index
 /// of the element its layout puts there.
@@ -213,33 +247,41 @@ TEST(XorLayouts, SharedMemoryAddressesFollowTheXorMap) {
   LinearLayout lb = parse(kBlocked, {32, 32})->toLinear({32, 32});
   LinearLayout lx = parse(kXorLayout, {32, 32})->toLinear({32, 32});
   // The four phases: store blocked, load XOR, store XOR, load blocked.
-  std::vector<std::pair<bool, const LinearLayout *>> phases = {
-      {true, &lb}, {false, &lx}, {true, &lx}, {false, &lb}};
-  int64_t secondBase = -1;
-  for (int tid = 0; tid < 128; ++tid) {
-    std::vector<Access> acc = sharedAccesses(ptx, tid);
-    size_t i = 0;
-    for (size_t ph = 0; ph < phases.size(); ++ph) {
-      const LinearLayout &ll = *phases[ph].second;
-      // Both conversions may use the same scratch; the base is the first
-      // access's offset from the element's (0 here: one scratch).
-      for (int r = 0; r < ll.numRegs();) {
-        ASSERT_LT(i, acc.size()) << "too few shared accesses";
-        const Access &a = acc[i++];
-        ASSERT_EQ(a.store, phases[ph].first) << "phase " << ph;
-        for (int k = 0; k < a.vec; ++k, ++r) {
-          Basis c = ll.apply(r, tid % 32, tid / 32);
-          int64_t want = 4 * (c[0] * 32 + c[1]);
-          if (ph >= 2 && secondBase < 0)
-            secondBase = a.addr - want; // the second scratch's offset
-          int64_t base = ph >= 2 ? secondBase : 0;
-          ASSERT_EQ(a.addr + 4 * k, base + want)
-              << "thread " << tid << " phase " << ph << " register " << r;
-        }
-      }
-    }
-    EXPECT_EQ(i, acc.size());
-  }
+  expectAddresses(ptx, {{true, &lb}, {false, &lx}, {true, &lx}, {false, &lb}},
+                  32, 4);
+}
+
+/// An mma.sync accumulator and a dot operand (disjoint bases, copies across
+/// warps) lower like any layout: an elementwise op, then through shared
+/// memory into a blocked layout, with the addresses brute-forced.
+TEST(XorLayouts, MmaLayoutsMoveThroughSharedMemory) {
+  registerLayoutParser();
+  std::string mma = "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, "
+                    "warpsPerCTA = [2, 2], instrShape = [16, 8]}>";
+  std::string dotA = "#ttg.dot_op<{opIdx = 0, parent = " + mma + ", kWidth = 2}>";
+  std::string text =
+      "tt.func @mma_move() attributes {kernel = true, num_warps = 4} {\n"
+      "  %x = arith.constant {value = 1.0} : tensor<32x32xf32, " + mma + ">\n"
+      "  %y = arith.addf %x, %x : tensor<32x32xf32, " + mma + ">\n"
+      "  %z = ttg.convert_layout %y : tensor<32x32xf32, " + kBlocked + ">\n"
+      "  %a = arith.constant {value = 1.0} : tensor<32x32xf32, " + dotA + ">\n"
+      "  %b = ttg.convert_layout %a : tensor<32x32xf32, " + kBlocked + ">\n"
+      "  tt.return\n}\n";
+  auto m = parseModule(text, "mma_move");
+  Function *f = m->lookup("mma_move");
+  ASSERT_NE(f, nullptr);
+  GPUOptions o;
+  o.target = GPUTarget::parse("sm_90a");
+  o.numWarps = 4;
+  SharedMemoryPlan plan = allocateSharedMemory(*f);
+  nvidia::Emitter e(*f, o, plan);
+  std::vector<KernelParam> params;
+  std::string ptx = e.emitKernel(params);
+  LinearLayout lm = parse(mma, {32, 32})->toLinear({32, 32});
+  LinearLayout la = parse(dotA, {32, 32})->toLinear({32, 32});
+  LinearLayout lb = parse(kBlocked, {32, 32})->toLinear({32, 32});
+  expectAddresses(ptx, {{true, &lm}, {false, &lb}, {true, &la}, {false, &lb}},
+                  32, 4);
 }
 
 } // namespace
