@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace tritium::gpu {
 
@@ -76,38 +77,77 @@ unsigned duplicateWarpMask(const LinearLayout &ll) {
   return m;
 }
 
+std::optional<LinearLayout> linearFunction(const LinearLayout &ll,
+                                           const std::vector<int64_t> &w) {
+  std::vector<int64_t> shape = ll.shape();
+  if (w.size() != shape.size())
+    throw InternalError("linearFunction: " + std::to_string(w.size()) +
+                        " weights for a tensor of rank " +
+                        std::to_string(shape.size()));
+  // Each dim d with a weight covers bits [log2 w[d], log2 w[d] + log2
+  // shape[d]) of the value; linear over GF(2) iff those ranges are disjoint.
+  uint64_t used = 0;
+  int top = 0;
+  for (size_t d = 0; d < w.size(); ++d) {
+    if (w[d] == 0 || shape[d] == 1)
+      continue;
+    int lo = log2Exact(w[d]), n = log2Exact(shape[d]);
+    if (lo < 0 || n < 0 || lo + n > 62)
+      return std::nullopt;
+    uint64_t bits = ((uint64_t(1) << n) - 1) << lo;
+    if (used & bits)
+      return std::nullopt;
+    used |= bits;
+    top = std::max(top, lo + n);
+  }
+  std::vector<LinearLayout::InDim> ins;
+  for (const LinearLayout::InDim &in : ll.ins()) {
+    LinearLayout::InDim f{in.name, {}};
+    for (const Basis &b : in.bases)
+      f.bases.push_back({dot(b, w)});
+    ins.push_back(std::move(f));
+  }
+  return LinearLayout(std::move(ins), {{kFlat, int64_t(1) << top}});
+}
+
 MovementPlan planMovement(const Type *src, const Type *dst,
                           const std::vector<int64_t> &weights) {
   const LinearLayout &s = linearOf(src);
   const LinearLayout &d = linearOf(dst);
-  if (!s.isDisjoint() || !d.isDisjoint())
-    throw InternalError("planMovement: layouts whose bases overlap are not "
-                        "supported: " +
-                        src->str() + " -> " + dst->str());
-  std::vector<int64_t> srcStrides = rowMajorStrides(s.shape());
   MovementPlan plan;
   plan.scratchBytes = src->numElements() * storageBytes(src->element());
 
-  // A thread holds what it needs iff its lane and warp bits select the same
-  // operand elements in both layouts, and each result register's element is
-  // among the operand's registers.
-  bool same = s.lane().size() == d.lane().size() && s.warp().size() == d.warp().size();
-  for (size_t i = 0; same && i < d.lane().size(); ++i)
-    same = dot(d.lane()[i], weights) == dot(s.lane()[i], srcStrides);
-  for (size_t i = 0; same && i < d.warp().size(); ++i)
-    same = dot(d.warp()[i], weights) == dot(s.warp()[i], srcStrides);
-  if (!same)
-    return plan;
-  std::map<int64_t, int> regOfFlat;
-  for (int r = 0; r < s.numRegs(); ++r)
-    regOfFlat.emplace(dot(s.regCoord(r), srcStrides), r);
-  std::vector<int> map(d.numRegs());
-  for (int r = 0; r < d.numRegs(); ++r) {
-    auto it = regOfFlat.find(dot(d.regCoord(r), weights));
-    if (it == regOfFlat.end())
+  // Both layouts as maps to the operand's row-major index: the operand's
+  // through its strides, the result's through the weights.
+  std::optional<LinearLayout> fs = linearFunction(s, rowMajorStrides(s.shape()));
+  std::optional<LinearLayout> fd = linearFunction(d, weights);
+  if (!fs || !fd)
+    throw InternalError("planMovement: the movement " + src->str() + " -> " +
+                        dst->str() + " is not linear over GF(2)");
+  // A common out dim, as wide as the wider of the two.
+  int64_t size = std::max(fs->outs()[0].size, fd->outs()[0].size);
+  auto widen = [&](const LinearLayout &f) {
+    return LinearLayout(f.ins(), {{kFlat, size}});
+  };
+  LinearLayout a = widen(*fs), b = widen(*fd);
+
+  // Registers can be renamed, the same way in every thread, iff each
+  // thread's part is the same in both (lane, warp and block bases agree)
+  // and every result register's element is some operand register's:
+  // then result(r, t) = operand(X(r), t) with X = invertAndCompose of the
+  // register parts.
+  for (const std::string &dim : {kLane, kWarp, kBlock})
+    if (a.bases(dim) != b.bases(dim))
       return plan;
-    map[r] = it->second;
+  LinearLayout x;
+  try {
+    x = b.sublayout({kRegister}).invertAndCompose(a.sublayout({kRegister}));
+  } catch (const InternalError &) {
+    return plan; // some result element is in no operand register
   }
+  std::vector<int> map(d.numRegs());
+  for (int r = 0; r < d.numRegs(); ++r)
+    map[r] = (int)x.apply(std::vector<int64_t>{r})[0];
   plan.inRegisters = true;
   plan.srcReg = std::move(map);
   plan.scratchBytes = 0;

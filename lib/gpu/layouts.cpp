@@ -1,6 +1,7 @@
 // Blocked, slice and linear layouts: construction, interning, text form and
 // their linear maps.
 #include "tritium/gpu/layouts.h"
+#include "tritium/gpu/mma_layouts.h"
 #include "tritium/ir/printer.h"
 
 #include <algorithm>
@@ -60,6 +61,10 @@ void checkShape(const GPULayout &l, const std::vector<int64_t> &shape) {
 }
 
 } // namespace
+
+const GPULayout *internLayout(std::unique_ptr<GPULayout> l) {
+  return LayoutTable::get().intern(std::move(l));
+}
 
 // ---------------------------------------------------------------------------
 // Blocked
@@ -345,6 +350,8 @@ const GPULayout *parseAt(LayoutLexer &lx, const std::vector<int64_t> &shape,
                          int depth) {
   if (depth > 8)
     return nullptr;
+  if (const GPULayout *l = parseMmaLayout(lx.s, lx.p))
+    return l;
   if (lx.eat("#ttg.blocked<{")) {
     std::vector<int64_t> spt, tpw, wpc, order;
     if (!(lx.field("sizePerThread") && lx.list(spt) && lx.eat(",") &&

@@ -27,9 +27,27 @@ struct MovementPlan {
   int64_t scratchBytes = 0;
 };
 
-/// How `src` (a GPU tensor type) becomes `dst` under `weights`.
+/// How `src` (a GPU tensor type) becomes `dst` under `weights`: in
+/// registers when every thread holds, in its registers, the operand
+/// elements its result registers take, the same register for every thread
+/// (decided with the GF(2) algebra, so any linear layout, XOR bases
+/// included). InternalError when the weights are not GF(2)-linear (see
+/// linearFunction) and a layout is not disjoint.
 MovementPlan planMovement(const Type *src, const Type *dst,
                           const std::vector<int64_t> &weights);
+
+/// The name of linearFunction's out dim.
+inline const std::string kFlat = "flat";
+
+/// The function c -> sum_d c[d] * w[d] on the tensor of `ll`, composed with
+/// `ll`: a map from ll's in dims to the one out dim "flat". It exists when
+/// the function is linear over GF(2) on the tensor (each nonzero w[d] a
+/// power of two and the bits of different dims disjoint: row-major strides,
+/// their permutations, zeros for broadcast dims); nullopt otherwise. Then
+/// the value at (register, lane, warp) is the XOR of the thread's part and
+/// the register's part, their sum only where disjointBits says so.
+std::optional<LinearLayout> linearFunction(const LinearLayout &ll,
+                                           const std::vector<int64_t> &w);
 
 /// Bytes an element of `t` (a scalar or pointer type) takes in shared or
 /// global memory (i1: 1 byte).

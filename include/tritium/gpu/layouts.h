@@ -15,6 +15,7 @@
 #include "tritium/gpu/linear_layout.h"
 #include "tritium/ir/ir.h"
 
+#include <memory>
 #include <vector>
 
 namespace tritium::gpu {
@@ -23,7 +24,7 @@ constexpr int kThreadsPerWarp = 32;
 
 class GPULayout : public Layout {
 public:
-  enum class Kind { Blocked, Slice, Linear };
+  enum class Kind { Blocked, Slice, Linear, NvidiaMma, DotOperand };
   virtual Kind kind() const = 0;
   /// The rank of the tensors this layout applies to.
   virtual int rank() const = 0;
@@ -96,6 +97,10 @@ public:
 private:
   LinearEncoding() = default;
 };
+
+/// Interns `l` (by its text): the one pointer for equal layouts. For the
+/// `get` of layout kinds defined elsewhere (mma_layouts.h).
+const GPULayout *internLayout(std::unique_ptr<GPULayout> l);
 
 /// Parses the text form of a layout (what str() prints) at `text[pos]`,
 /// advancing `pos` past it; `shape` is the tensor's (a #ttg.linear layout is

@@ -16,7 +16,9 @@ namespace {
 
 int64_t dim0Component(const gpu::Basis &b, int d0) { return b[d0]; }
 
-/// Elements per access for a tensor of pointers.
+/// Elements per access for a tensor of pointers. Any linear layout: with
+/// every other basis a multiple of the vector along d0, XORing them keeps
+/// the vector's elements consecutive and aligned.
 int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   const Type *pt = ptr->type();
   if (!pt->isTensor())
@@ -30,14 +32,18 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
       d0 = d;
   if (d0 < 0)
     return 1;
-  int run = 0;
-  while (run < (int)ll.reg().size()) {
-    gpu::Basis want(ll.rank(), 0);
-    want[d0] = int64_t(1) << run;
-    if (ll.reg()[run] != want)
-      break;
-    ++run;
-  }
+  // Registers holding consecutive elements along d0: numConsecutive of the
+  // register bases with d0 as the fastest dim, within d0's extent.
+  std::vector<std::string> order;
+  for (int d = 0; d < ll.rank(); ++d)
+    if (d != d0)
+      order.push_back(gpu::tensorDimName(d));
+  order.push_back(gpu::tensorDimName(d0));
+  int64_t consecutive = std::min<int64_t>(
+      ll.sublayout({gpu::kRegister}).transposeOuts(order).numConsecutive(
+          gpu::kRegister),
+      ll.shape()[d0]);
+  int run = gpu::log2Exact(consecutive);
   AxisInfo info = e.axis.get(ptr);
   int64_t v =
       std::min<int64_t>({int64_t(1) << run, info.contiguity[d0],

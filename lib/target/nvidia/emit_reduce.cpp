@@ -192,7 +192,10 @@ bool emitReduce(Emitter &e, Operation &op) {
     Acc a{c.widen(in[r]), ""};
     if (c.arg) {
       a.idx = e.reg(RC::B32);
-      e.ins("add.s32 " + a.idx + ", " + thrAxis + ", " + std::to_string(along));
+      std::vector<int64_t> unit(inTy->rank(), 0);
+      unit[axis] = 1;
+      auto [thr, part] = e.threadLinearAt(inTy, unit, along); // XOR layouts
+      e.ins("add.s32 " + a.idx + ", " + thr + ", " + std::to_string(part));
     }
     auto it = groups.find(coord);
     if (it == groups.end()) {
@@ -281,6 +284,11 @@ bool emitReduce(Emitter &e, Operation &op) {
     e.barrierBeforeScratch(op);
     for (auto &key : keyOrder) {
       int64_t off = offsetOf(key) * K;
+      if (sliceTy &&
+          e.threadLinearAt(sliceTy, outStrides, offsetOf(key)).first != thrOut)
+        e.internalError(op, "reduces across warps a layout whose registers "
+                            "and threads share coordinate bits (XOR bases); "
+                            "not supported yet");
       e.ins("st.shared." + st + " [" + addr + "+" + std::to_string(off * ab) + "], " +
             groups[key].v);
       if (c.arg)

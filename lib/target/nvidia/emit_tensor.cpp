@@ -6,6 +6,9 @@
 
 #include "tritium/gpu/passes.h"
 
+#include <map>
+#include <optional>
+
 namespace tritium::nvidia {
 
 namespace {
@@ -19,15 +22,23 @@ int64_t dot(const gpu::Basis &c, const std::vector<int64_t> &w) {
 
 /// Elements per shared-memory access: consecutive registers whose indices
 /// are consecutive (and whose thread offsets keep the vector aligned), up
-/// to 4 elements and 16 bytes.
+/// to 4 elements and 16 bytes. With XOR bases too: when every other basis
+/// steps by a multiple of the vector, XORing them leaves its low bits alone.
 int sharedVector(const gpu::LinearLayout &ll, const std::vector<int64_t> &w,
                  int64_t eb, bool isPred) {
   if (isPred)
     return 1;
-  int run = 0;
-  while (run < (int)ll.reg().size() && dot(ll.reg()[run], w) == (int64_t(1) << run))
-    ++run;
-  int64_t v = std::min<int64_t>({int64_t(1) << run, 4, 16 / eb});
+  int64_t consecutive;
+  if (std::optional<gpu::LinearLayout> f = gpu::linearFunction(ll, w)) {
+    consecutive = f->numConsecutive(gpu::kRegister);
+  } else { // a disjoint layout under weights that are not GF(2)-linear
+    int run = 0;
+    while (run < (int)ll.reg().size() &&
+           dot(ll.reg()[run], w) == (int64_t(1) << run))
+      ++run;
+    consecutive = int64_t(1) << run;
+  }
+  int64_t v = std::min<int64_t>({consecutive, 4, 16 / eb});
   // Every vector must start at a multiple of its length: all other bases
   // (the register bits above the vector, lanes, warps) step by multiples.
   auto aligned = [&](int64_t v) {
@@ -98,12 +109,28 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
         base);
   std::string owner = ownersOnly ? e.ownerPred(src) : "";
   std::string guard = owner.empty() ? "" : "@" + owner + " ";
+  // The address of a register: the thread's address, or (XOR layouts) the
+  // thread's part XORed with the register's overlapping bits; the rest of
+  // the register's part is the immediate offset.
+  auto addressOf = [&](const Type *t, const std::vector<int64_t> &w,
+                       std::map<std::string, std::string> &addrs,
+                       const gpu::Basis &regCoord) {
+    auto [thr, imm] = e.threadLinearAt(t, w, dot(regCoord, w));
+    std::string &a = addrs[thr];
+    if (a.empty()) {
+      a = e.reg(RC::B32);
+      e.ins("mad.lo.s32 " + a + ", " + thr + ", " + std::to_string(eb) +
+            ", " + base);
+    }
+    return std::make_pair(a, imm * eb);
+  };
+  std::map<std::string, std::string> addrsS{{thrS, addrS}}, addrsD;
   int vs = sharedVector(ls, strides, eb, isPred);
   std::string st = "st.shared" +
                    (vs > 1 ? ".v" + std::to_string(vs) : std::string()) + "." +
                    sharedType(elem, false);
   for (int r = 0; r < ls.numRegs(); r += vs) {
-    int64_t off = dot(ls.regCoord(r), strides) * eb;
+    auto [addr, off] = addressOf(src, strides, addrsS, ls.regCoord(r));
     Regs vals;
     for (int k = 0; k < vs; ++k) {
       std::string v = srcRegs[r + k];
@@ -114,7 +141,7 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
       }
       vals.push_back(v);
     }
-    e.ins(guard + st + " [" + addrS + "+" + std::to_string(off) + "], " +
+    e.ins(guard + st + " [" + addr + "+" + std::to_string(off) + "], " +
           vecList(vals, 0, vs));
   }
   e.barrier();
@@ -122,6 +149,7 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   std::string addrD = e.reg(RC::B32);
   e.ins("mad.lo.s32 " + addrD + ", " + thrD + ", " + std::to_string(eb) + ", " +
         base);
+  addrsD[thrD] = addrD;
   int vd = sharedVector(ld, weights, eb, isPred);
   std::string ldi = "ld.shared" +
                     (vd > 1 ? ".v" + std::to_string(vd) : std::string()) + "." +
@@ -129,11 +157,11 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   RC rc = isPred ? RC::B16 : regClass(elem);
   Regs out(ld.numRegs());
   for (int r = 0; r < ld.numRegs(); r += vd) {
-    int64_t off = dot(ld.regCoord(r), weights) * eb;
+    auto [addr, off] = addressOf(dst, weights, addrsD, ld.regCoord(r));
     Regs got;
     for (int k = 0; k < vd; ++k)
       got.push_back(e.reg(rc));
-    e.ins(ldi + " " + vecList(got, 0, vd) + ", [" + addrD + "+" +
+    e.ins(ldi + " " + vecList(got, 0, vd) + ", [" + addr + "+" +
           std::to_string(off) + "]");
     for (int k = 0; k < vd; ++k) {
       if (isPred) {
@@ -168,12 +196,14 @@ bool emitTensorOp(Emitter &e, Operation &op) {
   }
   case OpCode::MakeRange: {
     const gpu::LinearLayout &ll = gpu::linearOf(rt);
-    std::string thr = e.threadCoord(rt, 0);
+    e.threadCoord(rt, 0); // the prologue's registers come first
     int64_t start = op.intAttr("start");
     Regs out;
     for (int r = 0; r < ll.numRegs(); ++r) {
       std::string d = e.reg(RC::B32);
-      int64_t c = ll.regCoord(r)[0] + start;
+      // thread ^ register coordinate, as a register plus a constant.
+      auto [thr, part] = e.threadLinearAt(rt, {1}, ll.regCoord(r)[0]);
+      int64_t c = part + start;
       e.ins("add.s32 " + d + ", " + thr + ", " + std::to_string(c));
       if (start >= 0)
         e.rangeRegs[d] = {thr, c};

@@ -127,9 +127,14 @@ std::string Emitter::threadLinear(const Type *t,
     key += std::to_string(x) + ",";
   if (auto it = threadLinearCache_.find(key); it != threadLinearCache_.end())
     return it->second;
-  std::string acc = reg(RC::B32);
-  pro("mov.u32 " + acc + ", 0");
-  auto addBits = [&](const std::vector<gpu::Basis> &bases, bool isLane) {
+  // In a disjoint layout every coordinate is the sum of its bases, so any
+  // weights add up. Otherwise the function must be GF(2)-linear: its value
+  // is the XOR of the values of the thread's bits.
+  bool additive = ll.isDisjoint();
+  if (!additive && !gpu::linearFunction(ll, w))
+    throw InternalError("ptx emission: the function with weights " + key +
+                        " is not GF(2)-linear on layout " + ll.str());
+  auto values = [&](const std::vector<gpu::Basis> &bases) {
     std::vector<int64_t> f;
     for (const gpu::Basis &b : bases) {
       int64_t v = 0;
@@ -137,6 +142,27 @@ std::string Emitter::threadLinear(const Type *t,
         v += b[d] * w[d];
       f.push_back(v);
     }
+    return f;
+  };
+  std::vector<int64_t> fl = values(ll.lane()), fw = values(ll.warp());
+  // The bits whose values overlap an earlier one's are XORed in afterwards;
+  // the others add (sum == XOR where no two share a bit).
+  std::vector<int64_t> xl(fl.size(), 0), xw(fw.size(), 0);
+  if (!additive) {
+    uint64_t used = 0;
+    for (auto p : {std::make_pair(&fl, &xl), std::make_pair(&fw, &xw)})
+      for (size_t i = 0; i < p.first->size(); ++i) {
+        int64_t &v = (*p.first)[i];
+        if (uint64_t(v) & used) {
+          (*p.second)[i] = v;
+          v = 0;
+        }
+        used |= uint64_t(v);
+      }
+  }
+  std::string acc = reg(RC::B32);
+  pro("mov.u32 " + acc + ", 0");
+  auto addBits = [&](const std::vector<int64_t> &f, bool isLane) {
     // Consecutive bits whose values double form one bit field: one bfe and
     // one mad per field instead of per bit.
     for (size_t i = 0; i < f.size();) {
@@ -156,10 +182,54 @@ std::string Emitter::threadLinear(const Type *t,
       i += k;
     }
   };
-  addBits(ll.lane(), true);
-  addBits(ll.warp(), false);
+  auto xorBits = [&](const std::vector<int64_t> &f, bool isLane) {
+    // bfe.s32 of one bit is 0 or all ones: a mask selecting the value.
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (f[i] == 0)
+        continue;
+      std::string m = reg(RC::B32), v = reg(RC::B32);
+      pro("bfe.s32 " + m + ", " + (isLane ? lane() : warp()) + ", " +
+          std::to_string(i) + ", 1");
+      pro("and.b32 " + v + ", " + m + ", " + std::to_string(f[i]));
+      pro("xor.b32 " + acc + ", " + acc + ", " + v);
+    }
+  };
+  addBits(fl, true);
+  addBits(fw, false);
+  xorBits(xl, true);
+  xorBits(xw, false);
   threadLinearCache_[key] = acc;
   return acc;
+}
+
+std::pair<std::string, int64_t>
+Emitter::threadLinearAt(const Type *t, const std::vector<int64_t> &w,
+                        int64_t regPart) {
+  std::string thr = threadLinear(t, w);
+  const gpu::LinearLayout &ll = gpu::linearOf(t);
+  if (ll.isDisjoint())
+    return {thr, regPart};
+  // threadLinear checked that the function is linear.
+  gpu::LinearLayout f = *gpu::linearFunction(ll, w);
+  if (f.disjointBits({gpu::kLane, gpu::kWarp}, {gpu::kRegister}))
+    return {thr, regPart};
+  uint64_t mask = 0;
+  for (const std::string &dim : {gpu::kLane, gpu::kWarp})
+    for (const gpu::Basis &b : f.bases(dim))
+      mask |= uint64_t(b[0]);
+  // value = thread ^ regPart = (thread ^ (regPart & mask)) + (regPart &
+  // ~mask): the first part has only mask bits, the second none.
+  int64_t overlap = regPart & int64_t(mask);
+  if (overlap == 0)
+    return {thr, regPart};
+  std::string key = thr + "^" + std::to_string(overlap);
+  auto it = threadLinearCache_.find(key);
+  if (it == threadLinearCache_.end()) {
+    std::string r = reg(RC::B32);
+    pro("xor.b32 " + r + ", " + thr + ", " + std::to_string(overlap));
+    it = threadLinearCache_.emplace(key, r).first;
+  }
+  return {it->second, regPart & ~int64_t(mask)};
 }
 
 std::string Emitter::threadCoord(const Type *t, int dim) {
@@ -183,6 +253,18 @@ std::string Emitter::ownerPred(const Type *t) {
     pro("setp.eq.u32 " + p + ", " + tid() + ", 0");
   } else {
     const gpu::LinearLayout &ll = gpu::linearOf(t);
+    // Whole zero lane/warp bases are the copies a thread predicate can
+    // skip; copies made by dependent nonzero bases (XOR layouts) would need
+    // an owner per register.
+    std::vector<gpu::Basis> nonzero;
+    for (const auto &in : ll.ins())
+      for (const gpu::Basis &b : in.bases)
+        if (std::any_of(b.begin(), b.end(), [](int64_t x) { return x != 0; }))
+          nonzero.push_back(b);
+    if (!gpu::LinearLayout({{"nonzero", nonzero}}, ll.outs()).isInjective())
+      throw InternalError("ptx emission: layout " + ll.str() +
+                          " holds copies that are not whole lanes or warps; "
+                          "stores and atomics on it are not supported");
     unsigned lm = gpu::duplicateLaneMask(ll), wm = gpu::duplicateWarpMask(ll);
     if (lm || wm) {
       std::string a = reg(RC::B32), b = reg(RC::B32), c = reg(RC::B32);
@@ -206,19 +288,37 @@ std::vector<int> Emitter::equalRegisters(Value *v) {
   if (!t->isTensor())
     return rep;
   const gpu::LinearLayout &ll = gpu::linearOf(t);
-  if (!ll.isDisjoint())
-    return rep;
   AxisInfo info = axis.get(v);
-  // A register bit that moves less than the constancy along its dim keeps
-  // the element inside its aligned block of equal values: in a disjoint
-  // layout the coordinate is the OR of the bits, so clearing such bits
-  // changes only the bits below the block size.
   int sameMask = 0;
-  for (size_t b = 0; b < ll.reg().size(); ++b)
-    for (int d = 0; d < ll.rank(); ++d)
-      if (ll.reg()[b][d] != 0 && d < info.rank() &&
-          ll.reg()[b][d] < info.constancy[d])
+  if (ll.isDisjoint()) {
+    // A register bit that moves less than the constancy along its dim keeps
+    // the element inside its aligned block of equal values: in a disjoint
+    // layout the coordinate is the OR of the bits, so clearing such bits
+    // changes only the bits below the block size.
+    for (size_t b = 0; b < ll.reg().size(); ++b)
+      for (int d = 0; d < ll.rank(); ++d)
+        if (ll.reg()[b][d] != 0 && d < info.rank() &&
+            ll.reg()[b][d] < info.constancy[d])
+          sameMask |= 1 << b;
+  } else {
+    // With XOR bases a register bit may move several dims, and clearing
+    // bits XORs the coordinate: it stays in its aligned block of equal
+    // values when every dim it moves moves by less than a power of two
+    // that divides the constancy there.
+    for (size_t b = 0; b < ll.reg().size(); ++b) {
+      const gpu::Basis &basis = ll.reg()[b];
+      bool inside = std::any_of(basis.begin(), basis.end(),
+                                [](int64_t x) { return x != 0; });
+      for (int d = 0; d < ll.rank() && inside; ++d) {
+        if (basis[d] == 0)
+          continue;
+        int64_t c = d < info.rank() ? info.constancy[d] : 1;
+        inside = c > 0 && basis[d] < (c & -c);
+      }
+      if (inside)
         sameMask |= 1 << b;
+    }
+  }
   for (int i = 0; i < n; ++i)
     rep[i] = i & ~sameMask;
   return rep;

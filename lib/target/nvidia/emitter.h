@@ -80,7 +80,17 @@ public:
   /// sum over the lane and warp bits of this thread of dot(basis, w): the
   /// thread's part of a linear function of the coordinate (a prologue
   /// register, cached).
+  /// Bases combine by XOR: where the layout is not disjoint, w must make
+  /// the function GF(2)-linear (gpu::linearFunction; InternalError if not)
+  /// and the bits that overlap are XORed in (xor.b32) instead of added.
   std::string threadLinear(const Type *t, const std::vector<int64_t> &w);
+  /// The same function at the element of this thread whose register part
+  /// is `regPart` (dot(regCoord(r), w)): {a register, an immediate} whose
+  /// sum it is. The register is threadLinear's, XORed with the bits of
+  /// regPart that the thread's part also uses (none where the parts have
+  /// disjoint bits: today's immediate offsets).
+  std::pair<std::string, int64_t>
+  threadLinearAt(const Type *t, const std::vector<int64_t> &w, int64_t regPart);
   /// The thread's part of coordinate `dim` of the elements it holds.
   std::string threadCoord(const Type *t, int dim);
   /// A predicate true in the threads that own their elements (the first of
