@@ -19,7 +19,7 @@
 #pragma once
 
 #include "tritium/exec/executor.h"
-#include "tritium/exec/float_formats.h"
+#include "tritium/support/float_formats.h"
 #include "tritium/ir/ir.h"
 
 #include <array>

@@ -12,6 +12,8 @@
 // from this one representation instead of a case per pair of layouts.
 #pragma once
 
+#include "tritium/support/bits.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,8 +56,5 @@ struct LinearLayout {
 
 /// Row-major strides of `shape`.
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
-
-/// log2 of a power of two; -1 otherwise.
-int log2Exact(int64_t v);
 
 } // namespace tritium::gpu

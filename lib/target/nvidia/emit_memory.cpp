@@ -51,7 +51,7 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   v = p;
   // A vector must start at a coordinate that is a multiple of its length.
   auto aligned = [&](int64_t v) {
-    int bits = gpu::log2Exact(v);
+    int bits = log2Exact(v);
     for (size_t i = bits; i < ll.reg.size(); ++i)
       if (dim0Component(ll.reg[i], d0) % v)
         return false;

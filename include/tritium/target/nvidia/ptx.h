@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tritium/ir/ir.h"
+#include "tritium/support/kernel_abi.h"
 
 #include <string>
 #include <vector>
@@ -32,15 +33,6 @@ struct GPUOptions {
   /// hidden parameters of CompiledKernel::hiddenParams. See
   /// docs/gpu-debug.md.
   bool boundsCheck = false;
-};
-
-/// One kernel parameter as the launcher must pass it. Parameters specialised
-/// away (ints equal to 1 the frontend folded) still appear, so the launcher
-/// passes the user's arguments in order.
-struct KernelParam {
-  enum class Kind { Pointer, Int32, Int64, UInt32, UInt64, Float32, Float64, Bool };
-  Kind kind;
-  std::string name;
 };
 
 /// One checked global-memory access of a bounds-checked kernel; its index
