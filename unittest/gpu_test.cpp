@@ -527,6 +527,8 @@ TEST(GPUKernels, TargetKernelsPassFileCheckAndPtxas) {
 TEST(GPUKernels, GPUPassTestsPassFileCheck) {
   if (!fileCheck())
     GTEST_SKIP() << "FileCheck not found";
+  // Some inputs are GPU IR already (remove-layout-conversions.tir).
+  gpu::registerLayoutParser();
   for (auto &entry : fs::directory_iterator(repoRoot() / "test" / "gpu")) {
     if (entry.path().extension() != ".tir")
       continue;

@@ -26,7 +26,7 @@ constexpr int kMaxCallDepth = 128;
 enum class OpClass { Arith, Tensor, Memory, Control, None };
 
 /// Which evaluator runs an op (the interpreter dispatches on this). None: the
-/// executor has no semantics for it; executorSupports() reports that, and the
+/// executor has no semantics for it; executorSupport() reports that, and the
 /// op-coverage unit test fails for it.
 OpClass classify(OpCode c) {
   unsigned traits = opInfo(c).traits;
@@ -401,8 +401,9 @@ void bindArgs(const Function &fn, const std::vector<ExecArg> &args,
 } // namespace
 } // namespace exec
 
-bool executorSupports(OpCode code) {
-  return exec::classify(code) != exec::OpClass::None;
+OpSupport executorSupport(OpCode code) {
+  return exec::classify(code) == exec::OpClass::None ? OpSupport::Missing
+                                                     : OpSupport::Handled;
 }
 
 void execute(const Module &m, const std::string &kernel,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "tritium/ir/ir.h"
+#include "tritium/ir/op_support.h"
 
 #include <array>
 #include <cstdint>
@@ -50,7 +51,7 @@ void execute(const Module &m, const std::string &kernel,
              const ExecOptions &opts = {});
 
 /// Whether the executor has semantics for `code` (read from its dispatch; the
-/// op-coverage unit test asks it for every op of ops.def).
-bool executorSupports(OpCode code);
+/// op-coverage unit test asks it for every op of ops.def). It rejects none.
+OpSupport executorSupport(OpCode code);
 
 } // namespace tritium

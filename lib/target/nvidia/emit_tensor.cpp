@@ -206,14 +206,6 @@ bool emitTensorOp(Emitter &e, Operation &op) {
   case OpCode::Splat:
     e.bind(op.result(0), Regs(Emitter::numRegs(rt), e.regs(op.operand(0))[0]));
     return true;
-  case OpCode::Dot:
-    e.userError(op, "tl.dot on the GPU is not implemented yet");
-  case OpCode::Call:
-    e.internalError(op, "survived inlining");
-  case OpCode::Print:
-    e.userError(op, "tl.device_print on the GPU is not implemented yet");
-  case OpCode::Assert:
-    e.userError(op, "tl.device_assert on the GPU is not implemented yet");
   default:
     return false;
   }
