@@ -1,7 +1,7 @@
 // Tests of the CPU executor (lib/exec): kernels built with the raw IR API and
 // run over a grid, checked element by element; and the float format helpers.
 #include "tritium/exec/executor.h"
-#include "tritium/exec/float_formats.h"
+#include "tritium/support/float_formats.h"
 #include "tritium/gpu/passes.h"
 #include "tritium/ir/ir.h"
 #include "tritium/ir/printer.h"
@@ -913,8 +913,9 @@ TEST(Executor, AtomicsAreAtomicAcrossPrograms) {
   const Type *i32 = sc(DType::I32), *f32 = sc(DType::FP32);
   Value *old = b.v(OpCode::AtomicRMW, {b.fn->arg(0), b.cInt(1)}, i32,
                    {{"kind", std::string("add")}});
+  // "add" on f32 adds floats: the kind's meaning follows the element type.
   b.v(OpCode::AtomicRMW, {b.fn->arg(1), b.cF(0.5)}, f32,
-      {{"kind", std::string("fadd")}});
+      {{"kind", std::string("add")}});
   // Each program records the counter value it saw: a permutation of 0..n-1.
   b.store(b.addptr(b.fn->arg(2), old), b.pid());
   b.ret();
@@ -956,23 +957,24 @@ TEST(Executor, AtomicMaxMaskedAndCas) {
 }
 
 TEST(Executor, ShapeOps) {
-  // x: 2x3 -> trans -> 3x2; expand/broadcast a row; reshape to 6.
+  // x: 2x4 -> trans -> 4x2; expand/broadcast a row; reshape to 8. (Ranges
+  // have power-of-two lengths, as the verifier requires.)
   KB b("k", {ptrTo(DType::I32), ptrTo(DType::I32), ptrTo(DType::I32)});
-  Value *x = b.load(b.tilePtrs(b.fn->arg(0), 2, 3));
-  Value *t = b.v(OpCode::Trans, {x}, ten(DType::I32, {3, 2}),
+  Value *x = b.load(b.tilePtrs(b.fn->arg(0), 2, 4));
+  Value *t = b.v(OpCode::Trans, {x}, ten(DType::I32, {4, 2}),
                  {{"order", std::vector<int64_t>{1, 0}}});
-  b.store(b.tilePtrs(b.fn->arg(1), 3, 2), t);
-  Value *row = b.v(OpCode::ExpandDims, {b.range(3)}, ten(DType::I32, {1, 3}),
+  b.store(b.tilePtrs(b.fn->arg(1), 4, 2), t);
+  Value *row = b.v(OpCode::ExpandDims, {b.range(4)}, ten(DType::I32, {1, 4}),
                    {{"axis", int64_t(0)}});
-  Value *bc = b.v(OpCode::Broadcast, {row}, ten(DType::I32, {2, 3}));
+  Value *bc = b.v(OpCode::Broadcast, {row}, ten(DType::I32, {2, 4}));
   Value *flat =
-      b.v(OpCode::Reshape, {b.bin(OpCode::AddI, bc, x)}, ten(DType::I32, {6}));
-  b.store(b.addptr(b.splat(b.fn->arg(2), {6}), b.range(6)), flat);
+      b.v(OpCode::Reshape, {b.bin(OpCode::AddI, bc, x)}, ten(DType::I32, {8}));
+  b.store(b.addptr(b.splat(b.fn->arg(2), {8}), b.range(8)), flat);
   b.ret();
-  std::vector<int32_t> xs{1, 2, 3, 4, 5, 6}, ts(6), fl(6);
+  std::vector<int32_t> xs{1, 2, 3, 4, 5, 6, 7, 8}, ts(8), fl(8);
   execute(*b.mod, "k", {1, 1, 1}, {ep(xs), ep(ts), ep(fl)});
-  EXPECT_EQ(ts, (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
-  EXPECT_EQ(fl, (std::vector<int32_t>{1, 3, 5, 4, 6, 8}));
+  EXPECT_EQ(ts, (std::vector<int32_t>{1, 5, 2, 6, 3, 7, 4, 8}));
+  EXPECT_EQ(fl, (std::vector<int32_t>{1, 3, 5, 7, 5, 7, 9, 11}));
 }
 
 TEST(Executor, RunsGPUIRWhereConvertLayoutIsTheIdentity) {

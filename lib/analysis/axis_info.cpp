@@ -89,6 +89,83 @@ AxisInfo AxisInfo::unknown(const std::vector<int64_t> &shape) {
   return i;
 }
 
+OpSupport axisInfoSupport(OpCode c) {
+  switch (c) {
+  // Ops with a rule of their own in visitOp.
+  case OpCode::Constant:
+  case OpCode::MakeRange:
+  case OpCode::Splat:
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Trans:
+  case OpCode::ConvertLayout:
+  case OpCode::Reshape:
+  case OpCode::ExtSI:
+  case OpCode::ExtUI:
+  case OpCode::TruncI:
+  case OpCode::Bitcast:
+  case OpCode::IntToPtr:
+  case OpCode::PtrToInt:
+  case OpCode::AddI:
+  case OpCode::SubI:
+  case OpCode::AddPtr:
+  case OpCode::MulI:
+  case OpCode::ShLI:
+  case OpCode::ShRUI:
+  case OpCode::ShRSI:
+  case OpCode::RemSI:
+  case OpCode::RemUI:
+  case OpCode::CmpI:
+  case OpCode::Select:
+  case OpCode::For:
+  case OpCode::If:
+  case OpCode::While:
+    return OpSupport::Handled;
+  // Ops left to the general rule on purpose: elementwise ops keep the
+  // constancy their operands share, everything else is unknown. Float
+  // values, loaded or reduced values, program ids and the rest of the
+  // integer arithmetic say nothing the memory accesses could use.
+  case OpCode::DivSI:
+  case OpCode::DivUI:
+  case OpCode::AndI:
+  case OpCode::OrI:
+  case OpCode::XOrI:
+  case OpCode::MaxSI:
+  case OpCode::MinSI:
+  case OpCode::MaxUI:
+  case OpCode::MinUI:
+  case OpCode::CmpF:
+  case OpCode::NegF:
+  case OpCode::Fma:
+  case OpCode::SIToFP:
+  case OpCode::UIToFP:
+  case OpCode::FPToSI:
+  case OpCode::FPToUI:
+  case OpCode::ExtF:
+  case OpCode::TruncF:
+  case OpCode::GetProgramId:
+  case OpCode::GetNumPrograms:
+  case OpCode::Load:
+  case OpCode::Store:
+  case OpCode::AtomicRMW:
+  case OpCode::AtomicCAS:
+  case OpCode::Reduce:
+  case OpCode::Dot:
+  case OpCode::Call:
+  case OpCode::Return:
+  case OpCode::Condition:
+  case OpCode::Yield:
+  case OpCode::Print:
+  case OpCode::Assert:
+    return OpSupport::Handled;
+  default:
+    // Float binary ops and one-operand math: the general rule, by family.
+    if (opInfo(c).traits & (FBIN | MATH1))
+      return OpSupport::Handled;
+    return OpSupport::Missing;
+  }
+}
+
 AxisInfoAnalysis::AxisInfoAnalysis(Function &f) {
   Block &entry = f.entry();
   for (unsigned i = 0; i < entry.numArguments(); ++i) {
@@ -432,6 +509,9 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
     return;
   }
   default:
+    if (axisInfoSupport(op.code()) == OpSupport::Missing)
+      throw InternalError(std::string("axis info: no rule for '") + op.name() +
+                          "' (decide one in axisInfoSupport)");
     break;
   }
 

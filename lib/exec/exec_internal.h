@@ -19,7 +19,7 @@
 #pragma once
 
 #include "tritium/exec/executor.h"
-#include "tritium/exec/float_formats.h"
+#include "tritium/support/float_formats.h"
 #include "tritium/ir/ir.h"
 
 #include <array>
@@ -265,8 +265,6 @@ std::string locStr(const Location &loc);
 /// (x, y, z)".
 [[noreturn]] void execError(const ProgramCtx &ctx, const OpPlan &op,
                             const std::string &what, const std::string &detail);
-/// Throws IRError for IR the executor cannot run.
-[[noreturn]] void planError(const Operation &op, const std::string &msg);
 
 /// Absolute address of a pointer slot (for comparisons and ptr_to_int).
 uint64_t ptrAddress(const RunState &run, uint64_t s);

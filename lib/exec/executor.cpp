@@ -7,6 +7,7 @@
 // rather than wrap at the type's width; a non-positive step on a loop that
 // would run is an ExecutionError (it would never end).
 #include "exec_internal.h"
+#include "tritium/ir/verifier.h"
 
 #include <cstdio>
 #include <exception>
@@ -22,20 +23,39 @@ struct Cancelled {};
 
 constexpr int kMaxCallDepth = 128;
 
-enum class OpClass { Arith, Tensor, Memory, Control };
+enum class OpClass { Arith, Tensor, Memory, Control, None };
 
+/// Which evaluator runs an op (the interpreter dispatches on this). None: the
+/// executor has no semantics for it; executorSupport() reports that, and the
+/// op-coverage unit test fails for it.
 OpClass classify(OpCode c) {
+  unsigned traits = opInfo(c).traits;
+  if (traits & (IBIN | FBIN | MATH1))
+    return OpClass::Arith;
+  if (traits & MOVE)
+    return OpClass::Tensor;
   switch (c) {
+  case OpCode::CmpI:
+  case OpCode::CmpF:
+  case OpCode::NegF:
+  case OpCode::Select:
+  case OpCode::Fma:
+  case OpCode::ExtSI:
+  case OpCode::ExtUI:
+  case OpCode::TruncI:
+  case OpCode::SIToFP:
+  case OpCode::UIToFP:
+  case OpCode::FPToSI:
+  case OpCode::FPToUI:
+  case OpCode::ExtF:
+  case OpCode::TruncF:
+  case OpCode::Bitcast:
+    return OpClass::Arith;
   case OpCode::Constant:
   case OpCode::GetProgramId:
   case OpCode::GetNumPrograms:
   case OpCode::MakeRange:
   case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::ConvertLayout:
-  case OpCode::Trans:
   case OpCode::Reduce:
   case OpCode::Dot:
     return OpClass::Tensor;
@@ -58,7 +78,7 @@ OpClass classify(OpCode c) {
   case OpCode::Assert:
     return OpClass::Control;
   default:
-    return OpClass::Arith;
+    return OpClass::None;
   }
 }
 
@@ -127,6 +147,9 @@ private:
         if (runControl(op, f, ret))
           return true;
         break;
+      case OpClass::None:
+        throw InternalError(std::string("executor: no semantics for '") +
+                            opInfo(op.code).name + "'");
       }
       for (int s : op.freeAfter)
         f[s] = RValue();
@@ -378,6 +401,11 @@ void bindArgs(const Function &fn, const std::vector<ExecArg> &args,
 } // namespace
 } // namespace exec
 
+OpSupport executorSupport(OpCode code) {
+  return exec::classify(code) == exec::OpClass::None ? OpSupport::Missing
+                                                     : OpSupport::Handled;
+}
+
 void execute(const Module &m, const std::string &kernel,
              std::array<int64_t, 3> grid, const std::vector<ExecArg> &args,
              const ExecOptions &opts) {
@@ -391,6 +419,9 @@ void execute(const Module &m, const std::string &kernel,
           "kernel '" + kernel + "': grid dimension " + std::to_string(d) +
               " is " + std::to_string(grid[d]) + " (must be in [0, 2^31])",
           fn->loc());
+  // The planner and the evaluators rely on verified IR (arity, attributes,
+  // types); every way into the executor passes here.
+  verify(m);
   ModulePlan mp;
   const FunctionPlan *plan = planFunction(mp, m, *fn);
 

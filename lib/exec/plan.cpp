@@ -1,6 +1,9 @@
 // Turns functions into FunctionPlans: frame slots for every value, decoded
-// attributes, precomputed constants, arity checks (so that evaluation can
-// index operands without checking), and the slots that die after each op.
+// attributes, precomputed constants, and the slots that die after each op.
+//
+// The module has passed the verifier (execute() runs it first), so arity,
+// attribute kinds and values, types and dominance hold here; the planner
+// checks none of them again and only decodes what evaluation needs.
 #include "exec_internal.h"
 
 #include <algorithm>
@@ -9,57 +12,24 @@
 namespace tritium::exec {
 namespace {
 
-const Attribute *findAttr(const Operation &op, const std::string &name) {
-  auto it = op.attrs().find(name);
-  return it == op.attrs().end() ? nullptr : &it->second;
-}
-
-int64_t needInt(const Operation &op, const std::string &name) {
-  const Attribute *a = findAttr(op, name);
-  if (!a || !std::holds_alternative<int64_t>(*a))
-    planError(op, "needs an integer attribute '" + name + "'");
-  return std::get<int64_t>(*a);
-}
-
-std::string needStr(const Operation &op, const std::string &name) {
-  const Attribute *a = findAttr(op, name);
-  if (!a || !std::holds_alternative<std::string>(*a))
-    planError(op, "needs a string attribute '" + name + "'");
-  return std::get<std::string>(*a);
-}
-
 std::string optStr(const Operation &op, const std::string &name,
                    const std::string &dflt) {
-  const Attribute *a = findAttr(op, name);
-  if (a && std::holds_alternative<std::string>(*a))
-    return std::get<std::string>(*a);
-  return dflt;
+  return op.hasAttr(name) ? op.strAttr(name) : dflt;
 }
 
+/// The enum value of an attribute's text. The verifier allowed only the
+/// names listed, so a miss means the two tables differ: a bug of ours.
 template <class E>
 E lookupName(const Operation &op, const std::string &attr,
-             const std::string &value,
              std::initializer_list<std::pair<const char *, E>> table) {
+  const std::string &value = op.strAttr(attr);
   for (auto &[name, e] : table)
     if (value == name)
       return e;
-  planError(op, "unknown " + attr + " \"" + value + "\"");
-}
-
-void checkArity(const Operation &op, unsigned minIn, unsigned maxIn,
-                int numOut) {
-  if (op.numOperands() < minIn || op.numOperands() > maxIn)
-    planError(op, "unexpected number of operands (" +
-                      std::to_string(op.numOperands()) + ")");
-  if (numOut >= 0 && op.numResults() != unsigned(numOut))
-    planError(op, "unexpected number of results (" +
-                      std::to_string(op.numResults()) + ")");
-}
-
-void checkSameCount(const Operation &op, const Value *v, int64_t n) {
-  if (numElems(v->type()) != n)
-    planError(op, "operand/result shapes differ (" + v->type()->str() +
-                      " against " + std::to_string(n) + " elements)");
+  throw InternalError(std::string("executor: '") + op.name() + "' has " +
+                      attr + " \"" + value +
+                      "\", which the verifier allows but the executor does "
+                      "not know");
 }
 
 RValue splatConstant(const Type *t, Slot s) {
@@ -71,22 +41,19 @@ RValue splatConstant(const Type *t, Slot s) {
 
 RValue makeConstant(const Operation &op) {
   const Type *t = op.result(0)->type();
-  const Attribute *a = findAttr(op, "value");
-  if (!a)
-    planError(op, "needs a 'value' attribute");
+  const Attribute &a = op.attrs().at("value");
   double dv = 0;
   int64_t iv = 0;
-  if (auto *b = std::get_if<bool>(a)) {
+  if (auto *b = std::get_if<bool>(&a)) {
     dv = *b;
     iv = *b;
-  } else if (auto *i = std::get_if<int64_t>(a)) {
+  } else if (auto *i = std::get_if<int64_t>(&a)) {
     dv = double(*i);
     iv = *i;
-  } else if (auto *d = std::get_if<double>(a)) {
-    dv = *d;
-    iv = fpToInt(*d, 64, true);
   } else {
-    planError(op, "'value' must be a bool, an integer or a float");
+    // The verifier allows bool, int or float only.
+    dv = std::get<double>(a);
+    iv = fpToInt(dv, 64, true);
   }
   Slot s;
   if (isPtrElem(t)) {
@@ -138,23 +105,8 @@ private:
   void planBody(const Function &fn, FunctionPlan &fp) {
     slots_.clear();
     numSlots_ = 0;
-    if (fn.body().empty())
-      throw IRError("executor: function '" + fn.name() + "' has no body",
-                    fn.loc());
     planBlock(fn.entry(), fp.body);
     fp.numSlots = numSlots_;
-    size_t nres = fn.resultTypes().size();
-    const auto &ops = fp.body.ops;
-    if (nres && (ops.empty() || ops.back().code != OpCode::Return))
-      throw IRError("executor: function '" + fn.name() +
-                        "' must end with tt.return",
-                    fn.loc());
-    const_cast<Function &>(fn).walk([&](Operation *op) {
-      if (op->code() == OpCode::Return && op->numOperands() != nres)
-        planError(*op, "returns " + std::to_string(op->numOperands()) +
-                           " values; '" + fn.name() + "' has " +
-                           std::to_string(nres) + " results");
-    });
   }
 
   int define(const Value *v) {
@@ -163,13 +115,8 @@ private:
     return s;
   }
 
-  int use(const Operation &op, const Value *v) {
-    auto it = slots_.find(v);
-    if (it == slots_.end())
-      planError(op, "an operand is used before its definition or comes from "
-                    "another function");
-    return it->second;
-  }
+  /// Operands dominate their uses (verified), so they have slots by now.
+  int use(const Value *v) { return slots_.at(v); }
 
   void planBlock(const Block &b, BlockPlan &bp) {
     bp.present = true;
@@ -183,13 +130,11 @@ private:
     computeFrees(b, bp);
   }
 
+  /// An empty region (the absent else of an scf.if) stays not present.
   void planRegion(const Operation &op, unsigned i, BlockPlan &bp) {
     Region &r = op.region(i);
-    if (r.empty())
-      return;
-    if (r.blocks().size() != 1)
-      planError(op, "a region must hold exactly one block");
-    planBlock(r.front(), bp);
+    if (!r.empty())
+      planBlock(r.front(), bp);
   }
 
   static void collectUses(const Operation &op,
@@ -238,8 +183,8 @@ private:
     p.op = &op;
     p.code = op.code();
     for (Value *v : op.operands())
-      p.in.push_back(use(op, v));
-    checkOp(op, p);
+      p.in.push_back(use(v));
+    decodeOp(op, p);
     // Regions see the values defined before the op, not its results.
     for (unsigned r = 0; r < op.numRegions(); ++r) {
       p.regions.emplace_back();
@@ -247,101 +192,49 @@ private:
     }
     for (unsigned i = 0; i < op.numResults(); ++i)
       p.out.push_back(define(op.result(i)));
-    checkRegions(op, p);
   }
 
-  void checkElementwise(const Operation &op, unsigned numIn) {
-    checkArity(op, numIn, numIn, 1);
-    int64_t n = numElems(op.result(0)->type());
-    for (unsigned i = 0; i < numIn; ++i) {
-      if (op.code() == OpCode::Select && i == 0 &&
-          numElems(op.operand(0)->type()) == 1 &&
-          !op.operand(0)->type()->isTensor())
-        continue;
-      checkSameCount(op, op.operand(i), n);
-    }
-  }
-
-  void checkOp(const Operation &op, OpPlan &p) {
-    if (op.hasTrait(IBIN) || op.hasTrait(FBIN))
-      return checkElementwise(op, 2);
-    if (op.hasTrait(MATH1))
-      return checkElementwise(op, 1);
-    if (op.hasTrait(CAST)) {
-      checkElementwise(op, 1);
-      if (op.code() == OpCode::Bitcast) {
-        const Type *from = op.operand(0)->type()->scalarType();
-        const Type *to = op.result(0)->type()->scalarType();
-        int wf = from->isPointer() ? 64 : bitWidth(from->dtype());
-        int wt = to->isPointer() ? 64 : bitWidth(to->dtype());
-        if (wf != wt)
-          planError(op, "bitcast between types of different widths");
-      }
-      return;
-    }
+  /// What evaluation reads from the op's attributes, decoded once.
+  void decodeOp(const Operation &op, OpPlan &p) {
     switch (op.code()) {
     case OpCode::Constant:
-      checkArity(op, 0, 0, 1);
       p.constant = makeConstant(op);
       return;
-    case OpCode::AddPtr:
-      checkElementwise(op, 2);
-      return;
     case OpCode::CmpI:
-      checkElementwise(op, 2);
-      p.kind =
-          int(lookupName<CmpIPred>(op, "predicate", needStr(op, "predicate"),
-                                   {{"eq", CmpIPred::EQ},
-                                    {"ne", CmpIPred::NE},
-                                    {"slt", CmpIPred::SLT},
-                                    {"sle", CmpIPred::SLE},
-                                    {"sgt", CmpIPred::SGT},
-                                    {"sge", CmpIPred::SGE},
-                                    {"ult", CmpIPred::ULT},
-                                    {"ule", CmpIPred::ULE},
-                                    {"ugt", CmpIPred::UGT},
-                                    {"uge", CmpIPred::UGE}}));
+      p.kind = int(lookupName<CmpIPred>(op, "predicate",
+                                        {{"eq", CmpIPred::EQ},
+                                         {"ne", CmpIPred::NE},
+                                         {"slt", CmpIPred::SLT},
+                                         {"sle", CmpIPred::SLE},
+                                         {"sgt", CmpIPred::SGT},
+                                         {"sge", CmpIPred::SGE},
+                                         {"ult", CmpIPred::ULT},
+                                         {"ule", CmpIPred::ULE},
+                                         {"ugt", CmpIPred::UGT},
+                                         {"uge", CmpIPred::UGE}}));
       return;
     case OpCode::CmpF:
-      checkElementwise(op, 2);
-      p.kind =
-          int(lookupName<CmpFPred>(op, "predicate", needStr(op, "predicate"),
-                                   {{"oeq", CmpFPred::OEQ},
-                                    {"one", CmpFPred::ONE},
-                                    {"olt", CmpFPred::OLT},
-                                    {"ole", CmpFPred::OLE},
-                                    {"ogt", CmpFPred::OGT},
-                                    {"oge", CmpFPred::OGE},
-                                    {"ueq", CmpFPred::UEQ},
-                                    {"une", CmpFPred::UNE},
-                                    {"ult", CmpFPred::ULT},
-                                    {"ule", CmpFPred::ULE},
-                                    {"ugt", CmpFPred::UGT},
-                                    {"uge", CmpFPred::UGE},
-                                    {"ord", CmpFPred::ORD},
-                                    {"uno", CmpFPred::UNO},
-                                    {"true", CmpFPred::AlwaysTrue},
-                                    {"false", CmpFPred::AlwaysFalse}}));
+      p.kind = int(lookupName<CmpFPred>(op, "predicate",
+                                        {{"oeq", CmpFPred::OEQ},
+                                         {"one", CmpFPred::ONE},
+                                         {"olt", CmpFPred::OLT},
+                                         {"ole", CmpFPred::OLE},
+                                         {"ogt", CmpFPred::OGT},
+                                         {"oge", CmpFPred::OGE},
+                                         {"ueq", CmpFPred::UEQ},
+                                         {"une", CmpFPred::UNE},
+                                         {"ult", CmpFPred::ULT},
+                                         {"ule", CmpFPred::ULE},
+                                         {"ugt", CmpFPred::UGT},
+                                         {"uge", CmpFPred::UGE}}));
       return;
-    case OpCode::Select:
-    case OpCode::Fma:
-      checkElementwise(op, 3);
-      return;
-    case OpCode::NegF:
-      return checkElementwise(op, 1);
     case OpCode::GetProgramId:
     case OpCode::GetNumPrograms:
-      checkArity(op, 0, 0, 1);
-      p.axis = needInt(op, "axis");
-      if (p.axis < 0 || p.axis > 2)
-        planError(op, "axis must be 0, 1 or 2");
+      p.axis = op.intAttr("axis");
       return;
     case OpCode::MakeRange: {
-      checkArity(op, 0, 0, 1);
-      int64_t start = needInt(op, "start"), end = needInt(op, "end");
+      int64_t start = op.intAttr("start"), end = op.intAttr("end");
       const Type *t = op.result(0)->type();
-      if (end - start != numElems(t) || isPtrElem(t))
-        planError(op, "range length does not match the result type");
       p.constant = RValue::alloc(t);
       Slot *d = p.constant.mutableData();
       IntFmt fmt = intFmt(elemDType(t));
@@ -349,113 +242,24 @@ private:
         d[i].i = fmt.norm(start + i);
       return;
     }
-    case OpCode::Splat:
-      checkArity(op, 1, 1, 1);
-      if (numElems(op.operand(0)->type()) != 1)
-        planError(op, "operand must be a scalar");
+    case OpCode::Trans:
+      p.order = op.arrayAttr("order");
       return;
-    case OpCode::Broadcast: {
-      checkArity(op, 1, 1, 1);
-      const Type *a = op.operand(0)->type(), *r = op.result(0)->type();
-      if (a->isTensor()) {
-        if (!r->isTensor() || a->rank() != r->rank())
-          planError(op, "broadcast changes the rank");
-        for (int i = 0; i < a->rank(); ++i)
-          if (a->shape()[i] != 1 && a->shape()[i] != r->shape()[i])
-            planError(op, "only dims of size 1 can grow");
-      }
-      return;
-    }
-    case OpCode::ExpandDims:
-    case OpCode::Reshape:
-    case OpCode::ConvertLayout: // the executor keeps no layouts: a copy
-      checkArity(op, 1, 1, 1);
-      checkSameCount(op, op.operand(0), numElems(op.result(0)->type()));
-      return;
-    case OpCode::Trans: {
-      checkArity(op, 1, 1, 1);
-      const Type *a = op.operand(0)->type(), *r = op.result(0)->type();
-      const Attribute *o = findAttr(op, "order");
-      if (!o || !std::holds_alternative<std::vector<int64_t>>(*o))
-        planError(op, "needs an 'order' attribute");
-      p.order = std::get<std::vector<int64_t>>(*o);
-      int rank = a->isTensor() ? a->rank() : 0;
-      std::vector<bool> seen(rank, false);
-      if ((int)p.order.size() != rank || !r->isTensor() || r->rank() != rank)
-        planError(op, "'order' must be a permutation of the dims");
-      for (int i = 0; i < rank; ++i) {
-        int64_t d = p.order[i];
-        if (d < 0 || d >= rank || seen[d] || r->shape()[i] != a->shape()[d])
-          planError(op, "'order' must be a permutation of the dims");
-        seen[d] = true;
-      }
-      return;
-    }
-    case OpCode::Load: {
-      checkArity(op, 1, 3, 1);
-      const Type *pt = op.operand(0)->type();
-      int64_t n = numElems(pt);
-      if (!isPtrElem(pt))
-        planError(op, "the address must be a pointer");
-      for (unsigned i = 1; i < op.numOperands(); ++i)
-        if (numElems(op.operand(i)->type()) != 1)
-          checkSameCount(op, op.operand(i), n);
-      checkSameCount(op, op.result(0), n);
-      if (op.result(0)->type()->scalarType() != pt->scalarType()->pointee())
-        planError(op, "result type differs from the pointee type");
-      return;
-    }
-    case OpCode::Store:
     case OpCode::AtomicRMW:
-    case OpCode::AtomicCAS: {
-      bool isStore = op.code() == OpCode::Store;
-      if (op.code() == OpCode::AtomicCAS)
-        checkArity(op, 3, 3, 1);
-      else
-        checkArity(op, 2, 3, isStore ? 0 : 1);
-      const Type *pt = op.operand(0)->type();
-      int64_t n = numElems(pt);
-      if (!isPtrElem(pt))
-        planError(op, "the address must be a pointer");
-      for (unsigned i = 1; i < op.numOperands(); ++i)
-        if (numElems(op.operand(i)->type()) != 1)
-          checkSameCount(op, op.operand(i), n);
-      const Type *pointee = pt->scalarType()->pointee();
-      if (op.operand(1)->type()->scalarType() != pointee)
-        planError(op, "value type differs from the pointee type");
-      if (!isStore)
-        checkSameCount(op, op.result(0), n);
-      if (op.code() == OpCode::AtomicRMW) {
-        std::string k = needStr(op, "kind");
-        p.kind = int(lookupName<AtomicKind>(op, "kind", k,
-                                            {{"add", AtomicKind::Add},
-                                             {"fadd", AtomicKind::Add},
-                                             {"max", AtomicKind::Max},
-                                             {"min", AtomicKind::Min},
-                                             {"umax", AtomicKind::UMax},
-                                             {"umin", AtomicKind::UMin},
-                                             {"and", AtomicKind::And},
-                                             {"or", AtomicKind::Or},
-                                             {"xor", AtomicKind::Xor},
-                                             {"xchg", AtomicKind::Xchg}}));
-        bool isF = isFloat(pointee->dtype());
-        AtomicKind ak = AtomicKind(p.kind);
-        if (isF && ak != AtomicKind::Add && ak != AtomicKind::Max &&
-            ak != AtomicKind::Min && ak != AtomicKind::Xchg)
-          planError(op, "atomic '" + k + "' needs an integer type");
-      }
+      // Signedness comes from the element type (max on u32 is unsigned), as
+      // in the language; there are no separate unsigned or float kinds.
+      p.kind = int(lookupName<AtomicKind>(op, "kind",
+                                          {{"add", AtomicKind::Add},
+                                           {"max", AtomicKind::Max},
+                                           {"min", AtomicKind::Min},
+                                           {"and", AtomicKind::And},
+                                           {"or", AtomicKind::Or},
+                                           {"xor", AtomicKind::Xor},
+                                           {"xchg", AtomicKind::Xchg}}));
       return;
-    }
-    case OpCode::Reduce: {
-      checkArity(op, 1, 1, 1);
-      const Type *a = op.operand(0)->type(), *r = op.result(0)->type();
-      if (!a->isTensor())
-        planError(op, "operand must be a tensor");
-      p.axis = needInt(op, "axis");
-      if (p.axis < 0 || p.axis >= a->rank())
-        planError(op, "axis out of range");
-      std::string k = needStr(op, "kind");
-      p.kind = int(lookupName<ReduceKind>(op, "kind", k,
+    case OpCode::Reduce:
+      p.axis = op.intAttr("axis");
+      p.kind = int(lookupName<ReduceKind>(op, "kind",
                                           {{"sum", ReduceKind::Sum},
                                            {"prod", ReduceKind::Prod},
                                            {"max", ReduceKind::Max},
@@ -463,137 +267,35 @@ private:
                                            {"argmax", ReduceKind::ArgMax},
                                            {"argmin", ReduceKind::ArgMin},
                                            {"xor_sum", ReduceKind::XorSum}}));
-      checkSameCount(op, op.result(0), a->numElements() / a->shape()[p.axis]);
-      ReduceKind rk = ReduceKind(p.kind);
-      if (isPtrElem(a) || isPtrElem(r))
-        planError(op, "cannot reduce pointers");
-      if (rk == ReduceKind::XorSum && isFloat(elemDType(a)))
-        planError(op, "xor_sum needs integers");
-      bool arg = rk == ReduceKind::ArgMax || rk == ReduceKind::ArgMin;
-      if (arg && !isInteger(elemDType(r)))
-        planError(op, "argmax/argmin give integers");
-      if (!arg && isFloat(elemDType(a)) != isFloat(elemDType(r)))
-        planError(op, "result element type differs from the operand's");
       return;
-    }
-    case OpCode::Dot: {
-      checkArity(op, 3, 3, 1);
-      const Type *a = op.operand(0)->type(), *b = op.operand(1)->type(),
-                 *c = op.operand(2)->type(), *d = op.result(0)->type();
-      auto is2d = [](const Type *t) { return t->isTensor() && t->rank() == 2; };
-      if (!is2d(a) || !is2d(b) || !is2d(c) || !is2d(d) ||
-          a->shape()[1] != b->shape()[0] || c->shape()[0] != a->shape()[0] ||
-          c->shape()[1] != b->shape()[1] || c->shape() != d->shape() ||
-          isPtrElem(a) || isPtrElem(b) || isPtrElem(c) ||
-          elemDType(c) != elemDType(d))
-        planError(op, "expects a: MxK, b: KxN, acc and result: MxN");
-      p.kind = int(lookupName<DotPrecision>(
-          op, "input_precision", optStr(op, "input_precision", "ieee"),
-          {{"tf32", DotPrecision::TF32},
-           {"tf32x3", DotPrecision::TF32x3},
-           {"ieee", DotPrecision::IEEE}}));
+    case OpCode::Dot:
+      p.kind = op.hasAttr("input_precision")
+                   ? int(lookupName<DotPrecision>(
+                         op, "input_precision",
+                         {{"tf32", DotPrecision::TF32},
+                          {"tf32x3", DotPrecision::TF32x3},
+                          {"ieee", DotPrecision::IEEE}}))
+                   : int(DotPrecision::IEEE);
       return;
-    }
     case OpCode::Call: {
-      std::string name = needStr(op, "callee");
-      const Function *callee = m_.lookup(name);
+      // The verifier resolved the callee against this module.
+      const Function *callee = m_.lookup(op.strAttr("callee"));
       if (!callee)
-        planError(op, "no function named '" + name + "' in the module");
-      if (callee->numArgs() != op.numOperands() ||
-          callee->resultTypes().size() != op.numResults())
-        planError(op, "arguments or results do not match '" + name + "'");
+        throw InternalError(std::string("executor: '") + op.name() +
+                            "' calls an undefined function");
       p.callee = entryFor(*callee);
       return;
     }
-    case OpCode::Return:
-    case OpCode::Yield:
-      checkArity(op, 0, ~0u, 0);
-      return;
-    case OpCode::Condition:
-      checkArity(op, 1, ~0u, 0);
-      if (numElems(op.operand(0)->type()) != 1)
-        planError(op, "the condition must be a scalar");
-      return;
-    case OpCode::For:
-      checkArity(op, 3, ~0u, int(op.numOperands()) - 3);
-      for (unsigned i = 0; i < 3; ++i)
-        if (!op.operand(i)->type()->isScalar() ||
-            !isInteger(op.operand(i)->type()->dtype()))
-          planError(op, "bounds and step must be scalar integers");
-      if (op.numRegions() != 1)
-        planError(op, "needs one region");
-      return;
-    case OpCode::If:
-      checkArity(op, 1, 1, -1);
-      if (numElems(op.operand(0)->type()) != 1)
-        planError(op, "the condition must be a scalar");
-      if (op.numRegions() != 2)
-        planError(op, "needs two regions");
-      return;
-    case OpCode::While:
-      checkArity(op, 0, ~0u, -1);
-      if (op.numRegions() != 2)
-        planError(op, "needs two regions");
-      return;
     case OpCode::Print: {
-      checkArity(op, 0, ~0u, 0);
       p.text = optStr(op, "prefix", "");
-      const Attribute *h = findAttr(op, "hex");
-      p.hex = h && std::holds_alternative<bool>(*h) && std::get<bool>(*h);
+      p.hex = op.hasAttr("hex") && op.boolAttr("hex");
       return;
     }
     case OpCode::Assert:
-      checkArity(op, 1, ~0u, 0);
       p.text = optStr(op, "message", "");
       return;
-    case OpCode::NumOps:
-      break;
-    }
-    planError(op, "unknown op");
-  }
-
-  /// Block arguments and terminators of structured control flow.
-  void checkRegions(const Operation &op, OpPlan &p) {
-    auto terminatorArity = [&](const BlockPlan &b, OpCode code) -> size_t {
-      if (b.ops.empty() || b.ops.back().code != code)
-        planError(op,
-                  std::string("a region must end with ") + opInfo(code).name);
-      return b.ops.back().in.size() - (code == OpCode::Condition ? 1 : 0);
-    };
-    switch (op.code()) {
-    case OpCode::For: {
-      const BlockPlan &body = p.regions[0];
-      size_t iters = op.numOperands() - 3;
-      if (!body.present || body.args.size() != iters + 1 ||
-          terminatorArity(body, OpCode::Yield) != iters)
-        planError(op, "body must take (iv, iters...) and yield the iters");
-      return;
-    }
-    case OpCode::If:
-      for (unsigned r = 0; r < 2; ++r) {
-        const BlockPlan &b = p.regions[r];
-        if (!b.present) {
-          if (r == 0 || op.numResults() != 0)
-            planError(op, "missing then/else block");
-          continue;
-        }
-        if (!b.args.empty() ||
-            terminatorArity(b, OpCode::Yield) != op.numResults())
-          planError(op, "each branch must yield the op's results");
-      }
-      return;
-    case OpCode::While: {
-      const BlockPlan &before = p.regions[0], &after = p.regions[1];
-      if (!before.present || !after.present ||
-          before.args.size() != op.numOperands())
-        planError(op, "'before' must take the inits");
-      size_t fwd = terminatorArity(before, OpCode::Condition);
-      if (fwd != op.numResults() || after.args.size() != fwd ||
-          terminatorArity(after, OpCode::Yield) != op.numOperands())
-        planError(op, "condition/yield do not match the op's values");
-      return;
-    }
     default:
+      // Everything else is evaluated from its operand and result types.
       return;
     }
   }

@@ -50,11 +50,6 @@ void execError(const ProgramCtx &ctx, const OpPlan &op, const std::string &what,
   throw ExecutionError(os.str(), op.op->loc());
 }
 
-void planError(const Operation &op, const std::string &msg) {
-  throw IRError(std::string("executor: cannot run '") + op.name() + "': " + msg,
-                op.loc());
-}
-
 uint64_t ptrAddress(const RunState &run, uint64_t s) {
   uint64_t prov = ptrProvenance(s);
   int64_t off = ptrOffset(s);

@@ -158,6 +158,10 @@ struct Assigner {
         break;
       }
       default:
+        if (layoutSupport(op.code()) != OpSupport::Handled)
+          throw InternalError(std::string("convert-to-gpu: no layout rule "
+                                          "for '") +
+                              op.name() + "'");
         if (op.hasTrait(ELEM))
           uniteAll(all);
         break;
@@ -386,6 +390,50 @@ bool hasGPULayouts(Function &f) {
 
 } // namespace
 
+OpSupport layoutSupport(OpCode c) {
+  unsigned traits = opInfo(c).traits;
+  // Elementwise ops: operands and results share one layout.
+  if (traits & ELEM)
+    return OpSupport::Handled;
+  switch (c) {
+  // Rules of their own in Assigner::collect.
+  case OpCode::Load:
+  case OpCode::Store:
+  case OpCode::AtomicRMW:
+  case OpCode::AtomicCAS:
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Reduce:
+  case OpCode::Trans:
+  case OpCode::Dot:
+  case OpCode::For:
+  case OpCode::If:
+  case OpCode::While:
+  // Free on purpose: a result whose layout nothing ties to its operand
+  // (created values, a reshape, an existing conversion) gets its group's
+  // layout, and a conversion joins it to its users; scalars and terminators
+  // have no layout (their parent op ties the values).
+  case OpCode::Constant:
+  case OpCode::MakeRange:
+  case OpCode::Splat:
+  case OpCode::Reshape:
+  case OpCode::ConvertLayout:
+  case OpCode::GetProgramId:
+  case OpCode::GetNumPrograms:
+  case OpCode::Return:
+  case OpCode::Yield:
+  case OpCode::Condition:
+  case OpCode::Print:
+  case OpCode::Assert:
+    return OpSupport::Handled;
+  // Layouts are chosen per function; the pipeline inlines calls first.
+  case OpCode::Call:
+    return OpSupport::Rejected;
+  default:
+    return OpSupport::Missing;
+  }
+}
+
 bool isLayoutConversion(const Operation &op) {
   return op.code() == OpCode::ConvertLayout;
 }
@@ -413,7 +461,7 @@ void convertToGPU(Module &m, const PipelineOptions &opts, PassStats &stats) {
     // Layouts are chosen per function: a call would pass tensors across with
     // layouts nobody agreed on. The pipeline inlines every call first.
     f.walk([&](Operation *op) {
-      if (op->code() == OpCode::Call)
+      if (layoutSupport(op->code()) == OpSupport::Rejected)
         throw UserError("convert-to-gpu needs every call inlined first (run "
                         "the inline pass): found '" +
                             std::string(op->name()) + "'",

@@ -70,15 +70,6 @@ struct Eliminator {
 
 std::string tensorDimName(int d) { return "dim" + std::to_string(d); }
 
-int log2Exact(int64_t v) {
-  if (v <= 0 || (v & (v - 1)) != 0)
-    return -1;
-  int n = 0;
-  while ((int64_t(1) << n) < v)
-    ++n;
-  return n;
-}
-
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int d = (int)shape.size() - 2; d >= 0; --d)

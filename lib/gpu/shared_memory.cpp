@@ -8,19 +8,6 @@ namespace tritium::gpu {
 
 namespace {
 
-bool isMovement(const Operation &op) {
-  switch (op.code()) {
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Trans:
-  case OpCode::ConvertLayout:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// Bytes a reduction keeps per element while combining (small types are
 /// widened to 32 bits; fp64 and 64-bit ints keep 8).
 int64_t accumulatorBytes(const Type *elem) {
@@ -65,7 +52,7 @@ SharedMemoryPlan allocateSharedMemory(Function &f) {
   SharedMemoryPlan plan;
   f.walk([&](Operation *op) {
     int64_t bytes = 0;
-    if (isMovement(*op) && op->operand(0)->type()->isTensor() &&
+    if (op->hasTrait(MOVE) && op->operand(0)->type()->isTensor() &&
         layoutOf(op->operand(0)->type()) && layoutOf(op->result(0)->type())) {
       MovementPlan mp = planMovement(
           op->operand(0)->type(), op->result(0)->type(), movementWeights(*op));

@@ -11,12 +11,6 @@ namespace tritium {
 // Locations and attributes
 // ---------------------------------------------------------------------------
 
-std::string Location::str() const {
-  if (!known())
-    return "unknown";
-  return "\"" + file + "\":" + std::to_string(line) + ":" + std::to_string(col);
-}
-
 namespace {
 
 std::string floatStr(double v) {
@@ -85,11 +79,82 @@ std::string attrStr(const Attribute &a) {
 
 namespace {
 const OpInfo kOpInfos[] = {
-#define OP(Id, Name, Traits) {Name, static_cast<unsigned>(Traits)},
+#define OP(Id, Name, Traits, MinIn, MaxIn, Results, Regions, Attrs)           \
+  {Name, static_cast<unsigned>(Traits), MinIn, MaxIn, Results, Regions, Attrs},
 #include "tritium/ir/ops.def"
 #undef OP
 };
+
+/// `"axis:int ?hex:bool"` -> specs. A malformed row is a bug in ops.def, so
+/// it throws InternalError (the unit test walking the table catches it).
+std::vector<AttrSpec> parseAttrSchema(const char *op, const std::string &text) {
+  static const std::pair<const char *, AttrKind> kinds[] = {
+      {"bool", AttrKind::Bool}, {"int", AttrKind::Int},
+      {"float", AttrKind::Float}, {"str", AttrKind::Str},
+      {"array", AttrKind::Array}, {"any", AttrKind::Any}};
+  std::vector<AttrSpec> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(' ', i);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(i, end - i);
+    i = end + 1;
+    if (item.empty())
+      continue;
+    AttrSpec spec{"", AttrKind::Any, true};
+    if (item[0] == '?') {
+      spec.required = false;
+      item.erase(0, 1);
+    }
+    size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0)
+      throw InternalError(std::string("ops.def: bad attribute '") + item +
+                          "' in the row of " + op);
+    spec.name = item.substr(0, colon);
+    std::string kind = item.substr(colon + 1);
+    bool found = false;
+    for (auto &[k, v] : kinds)
+      if (kind == k) {
+        spec.kind = v;
+        found = true;
+      }
+    if (!found)
+      throw InternalError("ops.def: unknown attribute kind '" + kind +
+                          "' in the row of " + op);
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
 } // namespace
+
+const std::vector<AttrSpec> &opAttrs(OpCode code) {
+  static const std::vector<std::vector<AttrSpec>> schemas = [] {
+    std::vector<std::vector<AttrSpec>> s;
+    for (const OpInfo &info : kOpInfos)
+      s.push_back(parseAttrSchema(info.name, info.attrText));
+    return s;
+  }();
+  return schemas.at(size_t(code));
+}
+
+const char *attrKindText(AttrKind k) {
+  switch (k) {
+  case AttrKind::Bool:
+    return "a bool";
+  case AttrKind::Int:
+    return "an integer";
+  case AttrKind::Float:
+    return "a float";
+  case AttrKind::Str:
+    return "a string";
+  case AttrKind::Array:
+    return "an array";
+  case AttrKind::Any:
+    break;
+  }
+  return "";
+}
 
 const OpInfo &opInfo(OpCode code) {
   return kOpInfos[static_cast<size_t>(code)];

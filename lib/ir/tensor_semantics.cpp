@@ -3,6 +3,7 @@
 // reductions and tl.dot. Mirrors Triton 3.x's semantic.py and the wrappers
 // of core.py / standard.py (e.g. the dtype widening of tl.sum and tl.max).
 #include "builder_internal.h"
+#include "tritium/support/bits.h"
 
 #include <algorithm>
 #include <cctype>
@@ -19,7 +20,6 @@ Value *mk(Builder &b, OpCode code, std::vector<Value *> operands,
   return b.create(code, operands, {type}, std::move(attrs))->result(0);
 }
 
-bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 /// Triton's validate_block_shape: every dim a power of two, at most 2^20
 /// elements.
@@ -27,7 +27,7 @@ void validateShape(Builder &b, const char *what,
                    const std::vector<int64_t> &shape) {
   int64_t numel = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (!isPow2(shape[i]))
+    if (!isPowerOf2(shape[i]))
       b.error(std::string(what) +
               ": every dimension of a tensor must be a power "
               "of 2, got shape " +
@@ -180,7 +180,7 @@ Value *Builder::arange(int64_t start, int64_t end) {
           "start=" +
           std::to_string(start) + ", end=" + std::to_string(end));
   int64_t range = end - start;
-  if (!isPow2(range))
+  if (!isPowerOf2(range))
     error("arange's range must be a power of 2, got " + std::to_string(range));
   if (range > kMaxTensorNumel)
     error("arange's range must be at most 2^20 = 1048576 elements, got " +

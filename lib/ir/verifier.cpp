@@ -156,7 +156,6 @@ private:
     fail(op, "expects " + want + " operand" + (hi == 1 && lo == 1 ? "" : "s") +
                  ", found " + std::to_string(n));
   }
-  void operands(const Operation &op, unsigned n) const { operands(op, n, n); }
   void results(const Operation &op, unsigned n) const {
     if (op.numResults() != n)
       fail(op, "expects " + std::to_string(n) + " result" +
@@ -175,22 +174,16 @@ private:
                    kindName(it->second));
     return it->second;
   }
-  int64_t intAttr(const Operation &op, const std::string &key) const {
-    return std::get<int64_t>(attr(op, key, 1, "an integer"));
-  }
-  const std::string &strAttr(const Operation &op,
-                             const std::string &key) const {
-    return std::get<std::string>(attr(op, key, 3, "a string"));
-  }
-  const std::vector<int64_t> &arrayAttr(const Operation &op,
-                                        const std::string &key) const {
-    return std::get<std::vector<int64_t>>(attr(op, key, 4, "an array"));
-  }
-  /// An optional attribute, checked for its kind when present.
-  void optAttr(const Operation &op, const std::string &key, size_t kind,
-               const char *kindText) const {
-    if (op.hasAttr(key))
-      attr(op, key, kind, kindText);
+  /// One attribute of the op's schema (ops.def).
+  void checkAttr(const Operation &op, const AttrSpec &spec) const {
+    if (!spec.required && !op.hasAttr(spec.name))
+      return;
+    if (spec.kind == AttrKind::Any) {
+      if (!op.hasAttr(spec.name))
+        fail(op, "requires attribute '" + spec.name + "'");
+      return;
+    }
+    attr(op, spec.name, size_t(spec.kind), attrKindText(spec.kind));
   }
   void oneOf(const Operation &op, const std::string &key,
              const std::string &value,
@@ -227,8 +220,6 @@ private:
   }
   /// Same-typed integer (or float) operands, result of that type.
   void arith(const Operation &op, unsigned n, bool isFloatOp) const {
-    operands(op, n);
-    results(op, 1);
     sameOperandTypes(op);
     const Type *t = ty(op, 0);
     if (isFloatOp && !floatLike(t))
@@ -238,8 +229,6 @@ private:
     resultIsOperandType(op, t);
   }
   void compare(const Operation &op, bool isFloatOp) const {
-    operands(op, 2);
-    results(op, 1);
     sameOperandTypes(op);
     const Type *t = ty(op, 0);
     if (isFloatOp && !floatLike(t))
@@ -250,7 +239,7 @@ private:
     if (rty(op) != want)
       fail(op, "result type must be " + typeText(want) + ", found " +
                    typeText(rty(op)));
-    const std::string &p = strAttr(op, "predicate");
+    const std::string &p = op.strAttr("predicate");
     if (isFloatOp)
       oneOf(op, "predicate", p,
             {"oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult",
@@ -263,8 +252,6 @@ private:
 
   enum class Cls { Int, Float, Ptr };
   void cast(const Operation &op, Cls from, Cls to, int widthOrder) const {
-    operands(op, 1);
-    results(op, 1);
     const Type *in = ty(op, 0), *out = rty(op);
     if (!sameShape(in, out))
       fail(op, "result shape differs from operand shape: " + typeText(in) +
@@ -401,22 +388,22 @@ private:
       if (!op.result(i)->type())
         fail(op, "result #" + std::to_string(i) + " has a null type");
 
-    unsigned wantRegions = 0;
-    switch (op.code()) {
-    case OpCode::For:
-      wantRegions = 1;
-      break;
-    case OpCode::If:
-    case OpCode::While:
-      wantRegions = 2;
-      break;
-    default:
-      break;
-    }
+    if (op.code() >= OpCode::NumOps)
+      fail(op, "has an invalid op code");
+    const OpInfo &info = op.info();
+    unsigned wantRegions = (unsigned)info.numRegions;
     if (op.numRegions() != wantRegions)
       fail(op, "expects " + std::to_string(wantRegions) + " region" +
                    (wantRegions == 1 ? "" : "s") + ", found " +
                    std::to_string(op.numRegions()));
+    // Arity and attributes come from the op's row in ops.def; the per-op
+    // rules below may then index operands and read attributes freely.
+    operands(op, (unsigned)info.minOperands,
+             info.maxOperands == VARIADIC ? ~0u : (unsigned)info.maxOperands);
+    if (info.numResults != VARIADIC)
+      results(op, (unsigned)info.numResults);
+    for (const AttrSpec &a : opAttrs(op.code()))
+      checkAttr(op, a);
 
     verifyRules(op);
   }
@@ -443,8 +430,6 @@ private:
       return compare(op, true);
 
     case OpCode::Select: {
-      operands(op, 3);
-      results(op, 1);
       if (ty(op, 1) != ty(op, 2))
         fail(op, "operand types differ: " + typeText(ty(op, 1)) + " vs " +
                      typeText(ty(op, 2)));
@@ -469,8 +454,6 @@ private:
     case OpCode::TruncF:
       return cast(op, Cls::Float, Cls::Float, -1);
     case OpCode::Bitcast: {
-      operands(op, 1);
-      results(op, 1);
       const Type *in = ty(op, 0), *out = rty(op);
       if (!sameShape(in, out))
         fail(op, "result shape differs from operand shape: " + typeText(in) +
@@ -499,18 +482,14 @@ private:
 
     case OpCode::GetProgramId:
     case OpCode::GetNumPrograms: {
-      operands(op, 0);
-      results(op, 1);
-      int64_t axis = intAttr(op, "axis");
+      int64_t axis = op.intAttr("axis");
       if (axis < 0 || axis > 2)
         fail(op, "axis must be 0, 1 or 2, found " + std::to_string(axis));
       expectType(op, "result", rty(op), Type::scalar(DType::I32));
       return;
     }
     case OpCode::MakeRange: {
-      operands(op, 0);
-      results(op, 1);
-      int64_t start = intAttr(op, "start"), end = intAttr(op, "end");
+      int64_t start = op.intAttr("start"), end = op.intAttr("end");
       if (end <= start)
         fail(op, "end (" + std::to_string(end) +
                      ") must be greater than start (" + std::to_string(start) +
@@ -527,8 +506,6 @@ private:
       return;
     }
     case OpCode::Splat: {
-      operands(op, 1);
-      results(op, 1);
       if (ty(op, 0)->isTensor())
         fail(op, "operand must be a scalar or pointer, found " +
                      typeText(ty(op, 0)));
@@ -536,8 +513,6 @@ private:
       return;
     }
     case OpCode::Broadcast: {
-      operands(op, 1);
-      results(op, 1);
       const Type *in = tensorOperand(op), *out = tensorResult(op);
       sameElement(op, in, out);
       if (in->rank() != out->rank())
@@ -552,11 +527,9 @@ private:
       return;
     }
     case OpCode::ExpandDims: {
-      operands(op, 1);
-      results(op, 1);
       const Type *in = tensorOperand(op), *out = tensorResult(op);
       sameElement(op, in, out);
-      int64_t axis = intAttr(op, "axis");
+      int64_t axis = op.intAttr("axis");
       if (axis < 0 || axis > in->rank())
         fail(op, "axis " + std::to_string(axis) + " out of range [0, " +
                      std::to_string(in->rank()) + "]");
@@ -569,8 +542,6 @@ private:
       return;
     }
     case OpCode::Reshape: {
-      operands(op, 1);
-      results(op, 1);
       const Type *in = tensorOperand(op), *out = tensorResult(op);
       sameElement(op, in, out);
       if (in->numElements() != out->numElements())
@@ -581,8 +552,6 @@ private:
     case OpCode::ConvertLayout: {
       // Moves elements between threads only: what the tensor holds (shape
       // and element type) stays; only the layout may change.
-      operands(op, 1);
-      results(op, 1);
       const Type *in = tensorOperand(op), *out = tensorResult(op);
       sameElement(op, in, out);
       if (in->shape() != out->shape())
@@ -594,11 +563,9 @@ private:
       return;
     }
     case OpCode::Trans: {
-      operands(op, 1);
-      results(op, 1);
       const Type *in = tensorOperand(op), *out = tensorResult(op);
       sameElement(op, in, out);
-      const auto &order = arrayAttr(op, "order");
+      const auto &order = op.arrayAttr("order");
       std::vector<bool> seen(in->rank(), false);
       bool ok = (int)order.size() == in->rank();
       for (int64_t d : order) {
@@ -622,8 +589,6 @@ private:
     }
 
     case OpCode::AddPtr: {
-      operands(op, 2);
-      results(op, 1);
       const Type *p = ty(op, 0), *o = ty(op, 1);
       if (!ptrLike(p))
         fail(op, "operand #0 must be a pointer or a tensor of pointers, "
@@ -638,45 +603,37 @@ private:
       return;
     }
     case OpCode::Load: {
-      operands(op, 1, 3);
-      results(op, 1);
       const Type *val = pointeeValueType(op);
       expectType(op, "result", rty(op), val);
       if (op.numOperands() > 1)
         checkMask(op, 1, ty(op, 0));
       if (op.numOperands() > 2)
         expectType(op, "other", ty(op, 2), val);
-      optAttr(op, "cache", 3, "a string");
-      optAttr(op, "eviction", 3, "a string");
-      optAttr(op, "volatile", 0, "a bool");
       return;
     }
     case OpCode::Store: {
-      operands(op, 2, 3);
-      results(op, 0);
       const Type *val = pointeeValueType(op);
       expectType(op, "stored value", ty(op, 1), val);
       if (op.numOperands() > 2)
         checkMask(op, 2, ty(op, 0));
-      optAttr(op, "cache", 3, "a string");
-      optAttr(op, "eviction", 3, "a string");
       return;
     }
     case OpCode::AtomicRMW: {
-      operands(op, 2, 3);
-      results(op, 1);
       const Type *val = pointeeValueType(op);
       expectType(op, "value", ty(op, 1), val);
       if (op.numOperands() > 2)
         checkMask(op, 2, ty(op, 0));
       expectType(op, "result", rty(op), val);
-      oneOf(op, "kind", strAttr(op, "kind"),
-            {"add", "max", "min", "and", "or", "xor", "xchg"});
+      // The language's kinds: signedness comes from the element type (max
+      // on u32 is unsigned), and the bitwise kinds exist for integers only.
+      const std::string &kind = op.strAttr("kind");
+      oneOf(op, "kind", kind, {"add", "max", "min", "and", "or", "xor", "xchg"});
+      if ((kind == "and" || kind == "or" || kind == "xor") && !intLike(val))
+        fail(op, "kind \"" + kind + "\" needs integers, found " +
+                     typeText(val));
       return;
     }
     case OpCode::AtomicCAS: {
-      operands(op, 3);
-      results(op, 1);
       const Type *val = pointeeValueType(op);
       expectType(op, "compared value", ty(op, 1), val);
       expectType(op, "new value", ty(op, 2), val);
@@ -685,16 +642,18 @@ private:
     }
 
     case OpCode::Reduce: {
-      operands(op, 1);
-      results(op, 1);
       const Type *in = tensorOperand(op);
-      int64_t axis = intAttr(op, "axis");
+      int64_t axis = op.intAttr("axis");
       if (axis < 0 || axis >= in->rank())
         fail(op, "axis " + std::to_string(axis) + " out of range [0, " +
                      std::to_string(in->rank()) + ")");
-      const std::string &kind = strAttr(op, "kind");
+      const std::string &kind = op.strAttr("kind");
       oneOf(op, "kind", kind,
             {"sum", "prod", "max", "min", "argmax", "argmin", "xor_sum"});
+      if (ptrLike(in))
+        fail(op, "cannot reduce pointers: " + typeText(in));
+      if (kind == "xor_sum" && !intLike(in))
+        fail(op, "kind \"xor_sum\" needs integers, found " + typeText(in));
       const Type *elem = (kind == "argmax" || kind == "argmin")
                              ? Type::scalar(DType::I32)
                              : elemOf(in);
@@ -714,13 +673,16 @@ private:
       return;
     }
     case OpCode::Dot: {
-      operands(op, 3);
-      results(op, 1);
       const Type *a = ty(op, 0), *b = ty(op, 1), *c = ty(op, 2);
       for (unsigned i = 0; i < 3; ++i)
         if (!ty(op, i)->isTensor() || ty(op, i)->rank() != 2)
           fail(op, "operand #" + std::to_string(i) +
                        " must be a 2-D tensor, found " + typeText(ty(op, i)));
+      for (unsigned i = 0; i < 3; ++i)
+        if (ptrLike(ty(op, i)))
+          fail(op, "operand #" + std::to_string(i) +
+                       " must hold numbers, not pointers: " +
+                       typeText(ty(op, i)));
       int64_t M = a->shape()[0], K = a->shape()[1], N = b->shape()[1];
       if (b->shape()[0] != K)
         fail(op,
@@ -730,16 +692,14 @@ private:
                      std::to_string(N) + ", found " + typeText(c));
       resultIsOperandType(op, c);
       if (op.hasAttr("input_precision"))
-        oneOf(op, "input_precision", strAttr(op, "input_precision"),
+        oneOf(op, "input_precision", op.strAttr("input_precision"),
               {"tf32", "tf32x3", "ieee"});
-      optAttr(op, "max_num_imprecise_acc", 1, "an integer");
       return;
     }
 
     case OpCode::Call:
       return verifyCall(op);
     case OpCode::Return: {
-      results(op, 0);
       if (op.parentOp())
         fail(op, "must be in a function body, not in '" +
                      std::string(op.parentOp()->name()) + "'");
@@ -757,8 +717,6 @@ private:
     case OpCode::While:
       return verifyWhile(op);
     case OpCode::Condition: {
-      results(op, 0);
-      operands(op, 1, ~0u);
       const Operation *p = op.parentOp();
       if (!p || p->code() != OpCode::While ||
           op.parentBlock()->parentRegion() != &p->region(0))
@@ -767,7 +725,6 @@ private:
       return;
     }
     case OpCode::Yield: {
-      results(op, 0);
       const Operation *p = op.parentOp();
       bool ok = p && (p->code() == OpCode::For || p->code() == OpCode::If ||
                       (p->code() == OpCode::While &&
@@ -778,16 +735,11 @@ private:
       return;
     }
     case OpCode::Print:
-      results(op, 0);
-      optAttr(op, "prefix", 3, "a string");
       return;
     case OpCode::Assert:
-      operands(op, 1);
-      results(op, 0);
       if (elemOf(ty(op, 0)) != Type::scalar(DType::I1))
         fail(op, "condition must be i1 (or a tensor of i1), found " +
                      typeText(ty(op, 0)));
-      optAttr(op, "message", 3, "a string");
       return;
     case OpCode::NumOps:
       break;
@@ -796,13 +748,8 @@ private:
   }
 
   void verifyConstant(const Operation &op) {
-    operands(op, 0);
-    results(op, 1);
-    auto it = op.attrs().find("value");
-    if (it == op.attrs().end())
-      fail(op, "requires attribute 'value'");
     const Type *e = elemOf(rty(op));
-    const Attribute &v = it->second;
+    const Attribute &v = op.attrs().at("value"); // present: ops.def
     bool ok;
     std::string want;
     if (e->isPointer()) {
@@ -824,7 +771,7 @@ private:
   }
 
   void verifyCall(const Operation &op) {
-    const std::string &callee = strAttr(op, "callee");
+    const std::string &callee = op.strAttr("callee");
     const Module *m =
         module_ ? module_ : (func_ ? func_->parentModule() : nullptr);
     if (!m)
@@ -847,7 +794,6 @@ private:
   const Operation &terminatorOf(const Block &b) { return *b.ops().back(); }
 
   void verifyFor(const Operation &op) {
-    operands(op, 3, ~0u);
     const Type *iv = ty(op, 0);
     if (!iv->isScalar() || !isInteger(iv->dtype()))
       fail(op, "lower bound must be a scalar integer, found " + typeText(iv));
@@ -860,8 +806,6 @@ private:
     if (resTypes != initTypes)
       fail(op, "result types " + joinTypes(resTypes) +
                    " do not match the init types " + joinTypes(initTypes));
-    optAttr(op, "unroll", 3, "a string");
-    optAttr(op, "num_stages", 1, "an integer");
     const Block *body = singleBlock(op, 0, false);
     std::vector<const Type *> want{iv};
     want.insert(want.end(), initTypes.begin(), initTypes.end());
@@ -874,7 +818,6 @@ private:
   }
 
   void verifyIf(const Operation &op) {
-    operands(op, 1);
     expectType(op, "condition", ty(op, 0), Type::scalar(DType::I1));
     const Block *thenB = singleBlock(op, 0, false);
     const Block *elseB = singleBlock(op, 1, true);

@@ -2,7 +2,7 @@
 // with posix_spawn (no shell: no quoting issues), its output read back.
 #include "tritium/runtime/ptxas.h"
 
-#include "tritium/ir/ir.h"
+#include "tritium/support/errors.h"
 
 #include <fcntl.h>
 #include <spawn.h>

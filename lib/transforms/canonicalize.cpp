@@ -230,21 +230,18 @@ Rewrite simplify(Operation *op) {
         return useConstant(*c, /*folded=*/true);
   }
 
-  // 2. Shape ops of constants are constants; shape ops to the same type are
-  //    no-ops.
-  switch (code) {
-  case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Trans: {
+  // 2. Splat and data movement (MOVE) of constants are constants; data
+  //    movement to the same type is a no-op (a transpose only when it keeps
+  //    the order: a square tensor may still be permuted); a conversion of a
+  //    conversion converts the original value once.
+  if (code == OpCode::Splat || op->hasTrait(MOVE)) {
     if (op->numOperands() != 1)
       return {};
-    if (auto c = getConstant(op->operand(0)))
+    Value *x = op->operand(0);
+    if (auto c = getConstant(x))
       return useConstant(*c, /*folded=*/true);
     if (code != OpCode::Splat && code != OpCode::ExpandDims &&
-        op->operand(0)->type() == rt) {
-      // A transpose to the same type may still permute (square tensors).
+        x->type() == rt) {
       if (code == OpCode::Trans) {
         if (!op->hasAttr("order"))
           return {};
@@ -255,21 +252,10 @@ Rewrite simplify(Operation *op) {
           if ((*order)[i] != (int64_t)i)
             return {};
       }
-      return useValue(op->operand(0));
-    }
-    return {};
-  }
-  case OpCode::ConvertLayout: {
-    // Only the layout changes: a constant is built in the wanted layout, a
-    // conversion to the operand's own type is a no-op, and a conversion of a
-    // conversion converts the original value once.
-    if (op->numOperands() != 1)
-      return {};
-    Value *x = op->operand(0);
-    if (auto c = getConstant(x))
-      return useConstant(*c, /*folded=*/true);
-    if (x->type() == rt)
       return useValue(x);
+    }
+    if (code != OpCode::ConvertLayout)
+      return {};
     Operation *inner = x->definingOp();
     if (!inner || inner->code() != OpCode::ConvertLayout ||
         inner->numOperands() != 1)
@@ -282,6 +268,8 @@ Rewrite simplify(Operation *op) {
         Operation::create(OpCode::ConvertLayout, {src}, {rt}, {}, op->loc());
     return r;
   }
+
+  switch (code) {
   case OpCode::Select: {
     if (op->numOperands() != 3)
       return {};

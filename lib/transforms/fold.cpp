@@ -7,9 +7,9 @@
 // + - * / sqrt on fp32/fp16/bf16 operands that double rounding is exact
 // (double has more than 2p+2 bits), so folded values equal the GPU's.
 #include "tritium/transforms/fold.h"
+#include "tritium/support/float_formats.h"
 
 #include <cmath>
-#include <cstring>
 
 namespace tritium {
 namespace {
@@ -25,101 +25,6 @@ int64_t signExtend(uint64_t b, int w) {
 }
 
 bool isFP8(DType t) { return t == DType::FP8E4NV || t == DType::FP8E5; }
-
-/// An IEEE-style binary format: p stored mantissa bits, exponent range.
-struct FloatFormat {
-  int p, emin, emax, expBits;
-};
-
-std::optional<FloatFormat> formatOf(DType t) {
-  switch (t) {
-  case DType::FP16:
-    return FloatFormat{10, -14, 15, 5};
-  case DType::BF16:
-    return FloatFormat{7, -126, 127, 8};
-  case DType::FP32:
-    return FloatFormat{23, -126, 127, 8};
-  default:
-    return std::nullopt;
-  }
-}
-
-double roundToFormat(double x, const FloatFormat &f) {
-  if (std::isnan(x) || std::isinf(x) || x == 0)
-    return x;
-  int e;
-  std::frexp(x, &e); // x = m * 2^e, 0.5 <= |m| < 1
-  int exponent = e - 1;
-  // Below emin the format is subnormal: the ulp stops shrinking.
-  int ulpExp = std::max(exponent, f.emin) - f.p;
-  double q = std::nearbyint(std::ldexp(x, -ulpExp)); // ties to even
-  double r = std::ldexp(q, ulpExp);
-  double maxFinite = std::ldexp(2.0 - std::ldexp(1.0, -f.p), f.emax);
-  if (std::fabs(r) > maxFinite)
-    return std::copysign(INFINITY, x);
-  return r;
-}
-
-/// Bits of `x` (already representable) in format `t` (f16, bf16, f32, f64).
-uint64_t encodeFloat(double x, DType t) {
-  if (t == DType::FP64) {
-    uint64_t b;
-    std::memcpy(&b, &x, 8);
-    return b;
-  }
-  if (t == DType::FP32) {
-    float y = (float)x;
-    uint32_t b;
-    std::memcpy(&b, &y, 4);
-    return b;
-  }
-  FloatFormat f = *formatOf(t);
-  int bias = (1 << (f.expBits - 1)) - 1;
-  uint64_t sign = std::signbit(x) ? 1ull << (f.p + f.expBits) : 0;
-  uint64_t expMask = ((1ull << f.expBits) - 1) << f.p;
-  if (std::isnan(x))
-    return expMask | (1ull << (f.p - 1));
-  if (std::isinf(x))
-    return sign | expMask;
-  double a = std::fabs(x);
-  if (a == 0)
-    return sign;
-  int e;
-  std::frexp(a, &e);
-  int exponent = e - 1;
-  if (exponent >= f.emin) {
-    uint64_t mant = (uint64_t)std::ldexp(a, f.p - exponent) - (1ull << f.p);
-    return sign | ((uint64_t)(exponent + bias) << f.p) | mant;
-  }
-  return sign | (uint64_t)std::ldexp(a, f.p - f.emin);
-}
-
-double decodeFloat(uint64_t b, DType t) {
-  if (t == DType::FP64) {
-    double x;
-    std::memcpy(&x, &b, 8);
-    return x;
-  }
-  if (t == DType::FP32) {
-    uint32_t b32 = (uint32_t)b;
-    float y;
-    std::memcpy(&y, &b32, 4);
-    return y;
-  }
-  FloatFormat f = *formatOf(t);
-  int bias = (1 << (f.expBits - 1)) - 1;
-  bool neg = (b >> (f.p + f.expBits)) & 1;
-  uint64_t expField = (b >> f.p) & ((1ull << f.expBits) - 1);
-  uint64_t mant = b & ((1ull << f.p) - 1);
-  double r;
-  if (expField == (1ull << f.expBits) - 1)
-    r = mant ? NAN : INFINITY;
-  else if (expField == 0)
-    r = std::ldexp((double)mant, f.emin - f.p);
-  else
-    r = std::ldexp((double)(mant | (1ull << f.p)), (int)expField - bias - f.p);
-  return neg ? -r : r;
-}
 
 bool hasFloatBits(DType t) {
   return t == DType::FP16 || t == DType::BF16 || t == DType::FP32 ||
@@ -404,9 +309,11 @@ bool ConstValue::operator==(const ConstValue &o) const {
 }
 
 double roundToDType(double x, DType t) {
-  if (t == DType::FP64 || isFP8(t) || !isFloat(t))
+  // fp8 values stay as written: the folder never computes in fp8 (see
+  // foldElementwise), and the executor and the GPU round them on use.
+  if (isFP8(t) || !isFloat(t))
     return x;
-  return roundToFormat(x, *formatOf(t));
+  return roundToFloatDType(x, t);
 }
 
 // ---------------------------------------------------------------------------
@@ -606,18 +513,12 @@ std::optional<ConstValue> evaluateConstant(const Value *v, int depth) {
   Operation *def = v->definingOp();
   if (!def || def->numResults() != 1)
     return std::nullopt;
-  switch (def->code()) {
-  case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::Reshape:
-  case OpCode::ExpandDims:
-  case OpCode::Trans:
-  case OpCode::ConvertLayout:
+  // Splat and data movement repeat or move their operand's elements, so a
+  // uniform operand gives a uniform result of the same value.
+  if (def->code() == OpCode::Splat || def->hasTrait(MOVE)) {
     if (def->numOperands() != 1)
       return std::nullopt;
     return evaluateConstant(def->operand(0), depth - 1);
-  default:
-    break;
   }
   if (!def->hasTrait(PURE) || !def->hasTrait(ELEM))
     return std::nullopt;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include "tritium/ir/ir.h"
+#include "tritium/ir/op_support.h"
 
 #include <map>
 #include <optional>
@@ -41,6 +42,11 @@ struct AxisInfo {
   }
   bool operator==(const AxisInfo &o) const = default;
 };
+
+/// Whether the analysis has a rule for `code`: its own, or the general one
+/// (unknown; elementwise ops keep shared constancy) chosen on purpose.
+/// visitOp refuses an op without a decision; the op-coverage test asks here.
+OpSupport axisInfoSupport(OpCode code);
 
 /// The largest power of two dividing v, capped (0 is divisible by anything).
 int64_t highestPowOf2Divisor(int64_t v);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "tritium/ir/ir.h"
+#include "tritium/ir/op_support.h"
 
 #include <array>
 #include <cstdint>
@@ -43,9 +44,14 @@ public:
 };
 
 /// Runs `kernel` (a function of `m`; calls must already be inlined or are
-/// executed by the executor) over `grid` programs.
+/// executed by the executor) over `grid` programs. The module is verified
+/// first: IR the verifier rejects throws its IRError (located at the op).
 void execute(const Module &m, const std::string &kernel,
              std::array<int64_t, 3> grid, const std::vector<ExecArg> &args,
              const ExecOptions &opts = {});
+
+/// Whether the executor has semantics for `code` (read from its dispatch; the
+/// op-coverage unit test asks it for every op of ops.def). It rejects none.
+OpSupport executorSupport(OpCode code);
 
 } // namespace tritium

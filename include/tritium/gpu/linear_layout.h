@@ -19,6 +19,8 @@
 // may an emitter use addition (immediate offsets) instead.
 #pragma once
 
+#include "tritium/support/bits.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -181,8 +183,5 @@ private:
 
 /// Row-major strides of `shape`.
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
-
-/// log2 of a power of two; -1 otherwise.
-int log2Exact(int64_t v);
 
 } // namespace tritium::gpu

@@ -5,6 +5,8 @@
 //   %y = ttg.convert_layout %x : tensor<128xf32, #new>
 #pragma once
 
+#include "tritium/ir/op_support.h"
+
 #include "tritium/gpu/layouts.h"
 #include "tritium/transforms/pass.h"
 
@@ -30,6 +32,9 @@ namespace tritium::gpu {
 /// have layouts are left alone.
 /// Counters: gpu.layouts-assigned, gpu.conversions-inserted.
 void convertToGPU(Module &m, const PipelineOptions &opts, PassStats &stats);
+/// Whether convert-to-gpu has a layout rule for `code` (Rejected: tt.call,
+/// which must be inlined first). The op-coverage unit test asks here.
+OpSupport layoutSupport(OpCode code);
 
 /// `--remove-layout-conversions`: drops conversions to the same layout,
 /// folds chains of conversions, and recomputes cheap producers (constants,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "tritium/ir/types.h"
+#include "tritium/support/errors.h"
 
 #include <cstdint>
 #include <functional>
@@ -26,50 +27,6 @@ class Block;
 class Region;
 class Function;
 class Module;
-
-// ---------------------------------------------------------------------------
-// Source locations and errors
-// ---------------------------------------------------------------------------
-
-/// Where an op came from in the user's Python source. line/col are 1-based
-/// (col as Python's ast gives it plus one); line 0 means unknown.
-struct Location {
-  std::string file;
-  int line = 0;
-  int col = 0;
-  /// A position in the IR text an op was parsed from, given to ops written
-  /// without `loc(...)` so that the verifier's and the passes' errors still
-  /// point at a line; the printer omits it (the text round-trips).
-  bool implicit = false;
-  bool known() const { return line > 0; }
-  /// `"file.py":12:5`, or `unknown`.
-  std::string str() const;
-  bool operator==(const Location &o) const = default;
-};
-
-/// A mistake in the user's kernel (shape mismatch, bad dtype, ...). The
-/// Python layer turns it into tritium.CompilationError, quoting the source
-/// line of `loc` with a caret.
-class UserError : public std::runtime_error {
-public:
-  UserError(const std::string &msg, Location loc)
-      : std::runtime_error(msg), loc(std::move(loc)) {}
-  Location loc;
-};
-
-/// A bug in tritium itself: says which pass and which op.
-class InternalError : public std::runtime_error {
-public:
-  explicit InternalError(const std::string &msg) : std::runtime_error(msg) {}
-};
-
-/// Malformed IR text (parser) or IR that fails the verifier.
-class IRError : public std::runtime_error {
-public:
-  IRError(const std::string &msg, Location loc)
-      : std::runtime_error(msg), loc(std::move(loc)) {}
-  Location loc;
-};
 
 // ---------------------------------------------------------------------------
 // Attributes
@@ -98,20 +55,44 @@ enum OpTrait : unsigned {
   FBIN = 1u << 8,
   CAST = 1u << 9,
   MATH1 = 1u << 10,
+  MOVE = 1u << 11,
 };
 
+/// An arity of ops.def meaning "any number".
+constexpr int VARIADIC = -1;
+
 enum class OpCode : uint16_t {
-#define OP(Id, Name, Traits) Id,
+#define OP(Id, Name, Traits, MinIn, MaxIn, Results, Regions, Attrs) Id,
 #include "tritium/ir/ops.def"
 #undef OP
   NumOps
 };
 
+/// The kind of an attribute in an op's schema: the Attribute variant's
+/// alternatives in order, then Any (present, of any kind).
+enum class AttrKind { Bool, Int, Float, Str, Array, Any };
+
+/// One attribute of an op's schema (the last column of ops.def).
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  bool required;
+};
+
 struct OpInfo {
   const char *name;
   unsigned traits;
+  int minOperands; // >= 0
+  int maxOperands; // VARIADIC: no upper bound
+  int numResults;  // VARIADIC: any number
+  int numRegions;
+  const char *attrText; // the row's schema as written; see opAttrs
 };
 const OpInfo &opInfo(OpCode code);
+/// The attribute schema of an op, parsed from its row once.
+const std::vector<AttrSpec> &opAttrs(OpCode code);
+/// "an integer", "a string", ... (as the verifier's messages say it).
+const char *attrKindText(AttrKind k);
 /// Looks up "arith.addf" -> OpCode::AddF.
 bool lookupOpCode(const std::string &name, OpCode &out);
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "tritium/runtime/cuda_driver.h"
-#include "tritium/target/nvidia/ptx.h"
+#include "tritium/support/kernel_abi.h"
 
 #include <array>
 #include <atomic>

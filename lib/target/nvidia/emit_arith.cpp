@@ -12,7 +12,7 @@
 // math without a native instruction runs in fp32.
 #include "emitter.h"
 
-#include "tritium/exec/float_formats.h"
+#include "tritium/support/float_formats.h"
 
 #include <cmath>
 

@@ -60,14 +60,12 @@ private:
     Operation *op = v->definingOp();
     if (!op)
       return kUnknown;
+    // Data movement keeps each pointer's value, so its provenance too.
+    if (op->hasTrait(MOVE))
+      return resolve(op->operand(0));
     switch (op->code()) {
     case OpCode::AddPtr:
     case OpCode::Splat:
-    case OpCode::Broadcast:
-    case OpCode::ExpandDims:
-    case OpCode::Reshape:
-    case OpCode::Trans:
-    case OpCode::ConvertLayout:
     case OpCode::Bitcast:
       return resolve(op->operand(0));
     case OpCode::Select:

@@ -43,7 +43,7 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
       ll.sublayout({gpu::kRegister}).transposeOuts(order).numConsecutive(
           gpu::kRegister),
       ll.shape()[d0]);
-  int run = gpu::log2Exact(consecutive);
+  int run = log2Exact(consecutive);
   AxisInfo info = e.axis.get(ptr);
   int64_t v =
       std::min<int64_t>({int64_t(1) << run, info.contiguity[d0],
@@ -57,7 +57,7 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   v = p;
   // A vector must start at a coordinate that is a multiple of its length.
   auto aligned = [&](int64_t v) {
-    int bits = gpu::log2Exact(v);
+    int bits = log2Exact(v);
     for (size_t i = bits; i < ll.reg().size(); ++i)
       if (dim0Component(ll.reg()[i], d0) % v)
         return false;

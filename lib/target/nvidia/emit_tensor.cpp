@@ -42,7 +42,7 @@ int sharedVector(const gpu::LinearLayout &ll, const std::vector<int64_t> &w,
   // Every vector must start at a multiple of its length: all other bases
   // (the register bits above the vector, lanes, warps) step by multiples.
   auto aligned = [&](int64_t v) {
-    int bits = gpu::log2Exact(v);
+    int bits = log2Exact(v);
     for (size_t i = bits; i < ll.reg().size(); ++i)
       if (dot(ll.reg()[i], w) % v != 0)
         return false;
@@ -175,8 +175,29 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   return out;
 }
 
+/// Data movement (the MOVE trait): in registers when the layouts allow it,
+/// through shared memory otherwise.
+static void emitMovement(Emitter &e, Operation &op) {
+  const Type *st = op.operand(0)->type(), *rt = op.result(0)->type();
+  std::vector<int64_t> w = gpu::movementWeights(op);
+  gpu::MovementPlan plan = gpu::planMovement(st, rt, w);
+  const Regs &in = e.regs(op.operand(0));
+  if (plan.inRegisters) {
+    Regs out;
+    for (int s : plan.srcReg)
+      out.push_back(in[s]);
+    e.bind(op.result(0), std::move(out));
+  } else {
+    e.bind(op.result(0), moveThroughShared(e, op, st, in, rt, w));
+  }
+}
+
 bool emitTensorOp(Emitter &e, Operation &op) {
   const Type *rt = op.numResults() ? op.result(0)->type() : nullptr;
+  if (op.hasTrait(MOVE)) {
+    emitMovement(e, op);
+    return true;
+  }
   switch (op.code()) {
   case OpCode::Constant: {
     std::string r = materialize(e, rt->scalarType(), op.attrs().at("value"));
@@ -215,33 +236,6 @@ bool emitTensorOp(Emitter &e, Operation &op) {
   case OpCode::Splat:
     e.bind(op.result(0), Regs(Emitter::numRegs(rt), e.regs(op.operand(0))[0]));
     return true;
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Trans:
-  case OpCode::ConvertLayout: {
-    const Type *st = op.operand(0)->type();
-    std::vector<int64_t> w = gpu::movementWeights(op);
-    gpu::MovementPlan plan = gpu::planMovement(st, rt, w);
-    const Regs &in = e.regs(op.operand(0));
-    if (plan.inRegisters) {
-      Regs out;
-      for (int s : plan.srcReg)
-        out.push_back(in[s]);
-      e.bind(op.result(0), std::move(out));
-    } else {
-      e.bind(op.result(0), moveThroughShared(e, op, st, in, rt, w));
-    }
-    return true;
-  }
-  case OpCode::Dot:
-    e.userError(op, "tl.dot on the GPU is not implemented yet");
-  case OpCode::Call:
-    e.internalError(op, "survived inlining");
-  case OpCode::Print:
-    e.userError(op, "tl.device_print on the GPU is not implemented yet");
-  case OpCode::Assert:
-    e.userError(op, "tl.device_assert on the GPU is not implemented yet");
   default:
     return false;
   }

@@ -3,6 +3,7 @@
 #include "emitter.h"
 
 #include "tritium/ir/printer.h"
+#include "tritium/target/nvidia/op_support.h"
 
 #include <algorithm>
 
@@ -390,16 +391,133 @@ void Emitter::emitBlock(Block &b) {
   }
 }
 
+namespace {
+
+/// The file (family of ops) that lowers each op; emitOp dispatches on it and
+/// ptxSupport reads it.
+enum class PtxFamily {
+  Arith,
+  Cast,
+  Memory,
+  Reduce,
+  ControlFlow,
+  Tensor,
+  Return,
+  Terminator, // scf.yield, scf.condition: the parent op copies the operands
+  Rejected,
+  None,
+};
+
+PtxFamily ptxFamily(OpCode c) {
+  unsigned traits = opInfo(c).traits;
+  if (traits & (IBIN | FBIN | MATH1))
+    return PtxFamily::Arith;
+  if (traits & CAST)
+    return PtxFamily::Cast;
+  if (traits & MOVE)
+    return PtxFamily::Tensor;
+  switch (c) {
+  case OpCode::CmpI:
+  case OpCode::CmpF:
+  case OpCode::Select:
+  case OpCode::NegF:
+  case OpCode::Fma:
+    return PtxFamily::Arith;
+  case OpCode::AddPtr:
+  case OpCode::Load:
+  case OpCode::Store:
+  case OpCode::AtomicRMW:
+  case OpCode::AtomicCAS:
+    return PtxFamily::Memory;
+  case OpCode::Reduce:
+    return PtxFamily::Reduce;
+  case OpCode::For:
+  case OpCode::If:
+  case OpCode::While:
+    return PtxFamily::ControlFlow;
+  case OpCode::Constant:
+  case OpCode::GetProgramId:
+  case OpCode::GetNumPrograms:
+  case OpCode::MakeRange:
+  case OpCode::Splat:
+    return PtxFamily::Tensor;
+  case OpCode::Return:
+    return PtxFamily::Return;
+  case OpCode::Yield:
+  case OpCode::Condition:
+    return PtxFamily::Terminator;
+  case OpCode::Dot:
+  case OpCode::Call:
+  case OpCode::Print:
+  case OpCode::Assert:
+    return PtxFamily::Rejected;
+  default:
+    return PtxFamily::None;
+  }
+}
+
+/// The ops the GPU path refuses, each with the error a user (or we) sees.
+[[noreturn]] void rejectOp(Emitter &e, Operation &op) {
+  switch (op.code()) {
+  case OpCode::Dot:
+    e.userError(op, "tl.dot on the GPU is not implemented yet");
+  case OpCode::Print:
+    e.userError(op, "tl.device_print on the GPU is not implemented yet");
+  case OpCode::Assert:
+    e.userError(op, "tl.device_assert on the GPU is not implemented yet");
+  case OpCode::Call:
+    e.internalError(op, "survived inlining");
+  default:
+    e.internalError(op, "is refused by the PTX emitter without a reason");
+  }
+}
+
+} // namespace
+
+OpSupport ptxSupport(OpCode code) {
+  switch (ptxFamily(code)) {
+  case PtxFamily::None:
+    return OpSupport::Missing;
+  case PtxFamily::Rejected:
+    return OpSupport::Rejected;
+  default:
+    return OpSupport::Handled;
+  }
+}
+
 void Emitter::emitOp(Operation &op) {
-  if (op.code() == OpCode::Return) {
+  bool done = false;
+  switch (ptxFamily(op.code())) {
+  case PtxFamily::Arith:
+    done = emitArithmetic(*this, op);
+    break;
+  case PtxFamily::Cast:
+    done = emitCast(*this, op);
+    break;
+  case PtxFamily::Memory:
+    done = emitMemory(*this, op);
+    break;
+  case PtxFamily::Reduce:
+    done = emitReduce(*this, op);
+    break;
+  case PtxFamily::ControlFlow:
+    done = emitControlFlow(*this, op);
+    break;
+  case PtxFamily::Tensor:
+    done = emitTensorOp(*this, op);
+    break;
+  case PtxFamily::Return:
     ins("ret");
     return;
-  }
-  if (emitArithmetic(*this, op) || emitCast(*this, op) ||
-      emitMemory(*this, op) || emitReduce(*this, op) ||
-      emitControlFlow(*this, op) || emitTensorOp(*this, op))
+  case PtxFamily::Terminator:
     return;
-  internalError(op, "has no PTX lowering");
+  case PtxFamily::Rejected:
+    rejectOp(*this, op);
+  case PtxFamily::None:
+    break;
+  }
+  if (!done)
+    internalError(op, "has no PTX lowering");
 }
 
 std::string Emitter::emitKernel(std::vector<KernelParam> &params) {

@@ -48,7 +48,7 @@ void checkOptions(const PipelineOptions &opts) {
     throw UserError("GPU target " + t.str() + ": only sm_90 has an 'a' variant",
                     {});
   if (opts.numWarps < 1 || opts.numWarps > 32 ||
-      gpu::log2Exact(opts.numWarps) < 0)
+      log2Exact(opts.numWarps) < 0)
     throw UserError("num_warps must be a power of two from 1 to 32, found " +
                         std::to_string(opts.numWarps),
                     {});

@@ -4,6 +4,7 @@
 
 #include "tritium/ir/ir.h"
 #include "tritium/transforms/pipeline_options.h"
+#include "tritium/support/kernel_abi.h"
 
 #include <string>
 #include <vector>
@@ -14,15 +15,6 @@ namespace tritium {
 /// PipelineOptions live in tritium/transforms/pipeline_options.h, so that
 /// every pass can read them).
 using GPUOptions = PipelineOptions;
-
-/// One kernel parameter as the launcher must pass it. Parameters specialised
-/// away (ints equal to 1 the frontend folded) still appear, so the launcher
-/// passes the user's arguments in order.
-struct KernelParam {
-  enum class Kind { Pointer, Int32, Int64, UInt32, UInt64, Float32, Float64, Bool };
-  Kind kind;
-  std::string name;
-};
 
 /// One checked global-memory access of a bounds-checked kernel; its index
 /// in CompiledKernel::accessSites is what the device record names.

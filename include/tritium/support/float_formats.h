@@ -1,8 +1,8 @@
 // Conversions between doubles and the memory representation of the narrow
 // floating-point dtypes (fp16, bf16, fp8e4nv, fp8e5), rounding to nearest even.
 //
-// Shared by the CPU executor and the constant folder, so that both agree bit
-// for bit on what `x.to(tl.float16)` gives.
+// Shared by the CPU executor, the constant folder and the PTX emitter, so
+// that all agree bit for bit on what `x.to(tl.float16)` gives.
 //
 // Rounding is done once, directly from the double (never double -> float ->
 // half, which can round twice). Subnormals are kept (no flush to zero).
@@ -15,7 +15,7 @@
 //    infinite input saturates too. NaN stays NaN.
 #pragma once
 
-#include "tritium/ir/types.h"
+#include "tritium/support/dtype.h"
 
 #include <cstdint>
 

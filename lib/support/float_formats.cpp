@@ -1,6 +1,6 @@
 // Rounding doubles to the narrow float formats and encoding/decoding their
 // bits. See float_formats.h for the overflow rules.
-#include "tritium/exec/float_formats.h"
+#include "tritium/support/float_formats.h"
 
 #include <bit>
 #include <cmath>
