@@ -22,7 +22,7 @@ struct Cancelled {};
 
 constexpr int kMaxCallDepth = 128;
 
-enum class OpClass { Arith, Tensor, Memory, Control };
+enum class OpClass { Arith, Tensor, Memory, Shared, Control };
 
 OpClass classify(OpCode c) {
   switch (c) {
@@ -47,6 +47,20 @@ OpClass classify(OpCode c) {
   case OpCode::IntToPtr:
   case OpCode::PtrToInt:
     return OpClass::Memory;
+  case OpCode::LocalAlloc:
+  case OpCode::LocalDealloc:
+  case OpCode::LocalLoad:
+  case OpCode::LocalStore:
+  case OpCode::MemDescIndex:
+  case OpCode::AsyncCopyGlobalToLocal:
+  case OpCode::AsyncCommitGroup:
+  case OpCode::AsyncWait:
+  case OpCode::InitBarrier:
+  case OpCode::BarrierExpect:
+  case OpCode::ArriveBarrier:
+  case OpCode::WaitBarrier:
+  case OpCode::GPUBarrier:
+    return OpClass::Shared;
   case OpCode::Call:
   case OpCode::Return:
   case OpCode::For:
@@ -122,6 +136,9 @@ private:
         break;
       case OpClass::Memory:
         evalMemoryOp(op, f, ctx_);
+        break;
+      case OpClass::Shared:
+        evalSharedMemoryOp(op, f, ctx_);
         break;
       case OpClass::Control:
         if (runControl(op, f, ret))

@@ -546,6 +546,20 @@ private:
       checkArity(op, 1, ~0u, 0);
       p.text = optStr(op, "message", "");
       return;
+    case OpCode::LocalAlloc:
+    case OpCode::LocalDealloc:
+    case OpCode::LocalLoad:
+    case OpCode::LocalStore:
+    case OpCode::MemDescIndex:
+    case OpCode::AsyncCopyGlobalToLocal:
+    case OpCode::AsyncCommitGroup:
+    case OpCode::AsyncWait:
+    case OpCode::InitBarrier:
+    case OpCode::BarrierExpect:
+    case OpCode::ArriveBarrier:
+    case OpCode::WaitBarrier:
+    case OpCode::GPUBarrier:
+      return planSharedMemoryOp(op, p);
     case OpCode::NumOps:
       break;
     }

@@ -98,6 +98,8 @@ enum OpTrait : unsigned {
   FBIN = 1u << 8,
   CAST = 1u << 9,
   MATH1 = 1u << 10,
+  GLOBAL = 1u << 11, // reads or writes global memory
+  SHARED = 1u << 12, // reads or writes shared memory
 };
 
 enum class OpCode : uint16_t {
