@@ -70,10 +70,16 @@ Operation *findOp(Module &m, const std::string &name, int nth = 0) {
 }
 
 /// A stand-in for the GPU library's layouts: any `#test<...>` text.
+/// `#test<shared2>` stands for a shared layout of 2-D tiles.
 class TextLayout : public Layout {
 public:
   explicit TextLayout(std::string t) : text(std::move(t)) {}
   std::string str() const override { return text; }
+  int rank() const override { return text == "#test<shared2>" ? 2 : -1; }
+  std::string checkMemDesc(const Type *,
+                           const std::vector<int64_t> &) const override {
+    return rank() == 2 ? "" : "not a shared layout";
+  }
   std::string text;
 };
 
@@ -261,14 +267,37 @@ tt.func @gpu(%x: tensor<64x32xf32, #test<rows>>) -> tensor<64x32xf32, #test<cols
 }
 )";
 
-const std::vector<const char *> kModules = {kArith, kMemory, kControl, kGPU};
+// Shared memory, async copies and barriers (GPU IR).
+const char *kShared = R"(
+tt.func @smem(%p: tensor<64x32x!tt.ptr<f16>>, %m: tensor<64x32xi1>, %o: tensor<64x32xf16>, %i: i32, %ph: i32, %c: i1) {
+  %a = ttg.local_alloc {allocation.offset = 0} : !ttg.memdesc<2x64x32xf16, #test<shared2>, mutable>
+  %b = ttg.memdesc_index %a, %i : !ttg.memdesc<64x32xf16, #test<shared2>, mutable>
+  %t = ttg.async_copy_global_to_local %p, %b, %m, %o : !ttg.async.token
+  %g = ttg.async_commit_group %t : !ttg.async.token
+  %w = ttg.async_wait %g {num = 1} : !ttg.async.token
+  %x = ttg.local_load %b, %w : tensor<64x32xf16>
+  ttg.local_store %x, %b
+  %r = ttg.local_alloc %x : !ttg.memdesc<64x32xf16, #test<shared2>>
+  %bar = ttg.local_alloc : !ttg.memdesc<1x1xi64, #test<shared2>, mutable>
+  ttng.init_barrier %bar {count = 1}
+  ttng.barrier_expect %bar, %c {bytes = 4096}
+  ttng.arrive_barrier %bar {count = 1}
+  ttng.wait_barrier %bar, %ph, %c
+  gpu.barrier
+  ttg.local_dealloc %a
+  tt.return
+}
+)";
+
+const std::vector<const char *> kModules = {kArith, kMemory, kControl, kGPU,
+                                            kShared};
 
 void collectDTypes(const Type *t, std::set<DType> &out) {
   if (t->isScalar())
     out.insert(t->dtype());
   else if (t->isPointer())
     collectDTypes(t->pointee(), out);
-  else
+  else if (!t->isToken())
     collectDTypes(t->element(), out);
 }
 

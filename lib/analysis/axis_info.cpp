@@ -157,10 +157,13 @@ OpSupport axisInfoSupport(OpCode c) {
   case OpCode::Yield:
   case OpCode::Print:
   case OpCode::Assert:
+  case OpCode::MemDescIndex: // a memdesc: nothing to say
     return OpSupport::Handled;
   default:
     // Float binary ops and one-operand math: the general rule, by family.
-    if (opInfo(c).traits & (FBIN | MATH1))
+    // Shared-memory ops too: what a local_load returns, or a memdesc or
+    // token, says nothing the global accesses could use.
+    if (opInfo(c).traits & (FBIN | MATH1 | SHARED))
       return OpSupport::Handled;
     return OpSupport::Missing;
   }

@@ -603,6 +603,10 @@ void bindFastLaunch(py::module_ &m) {
           if (i < 0 || (size_t)i >= c.numParams || L.params[i].isConstexpr)
             return false;
           PyObject *v = c.values[i];
+          // Raw-byte parameters (descriptors) go through the slow path,
+          // which keeps their bytes alive for the launch.
+          if (kernel->params()[j].kind == Kind::Bytes)
+            return false;
           bool isPtr = kernel->params()[j].kind == Kind::Pointer;
           bool isTensor = PyObject_TypeCheck(v, (PyTypeObject *)L.tensorType.ptr());
           if (isPtr != isTensor || v == Py_None)

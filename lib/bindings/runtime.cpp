@@ -87,6 +87,15 @@ ArgSlot convertArg(const GpuKernel &k, size_t i, py::handle h, bool checkPointer
     slot.bits = address;
     return slot;
   }
+  if (kind == K::Bytes) {
+    // The bytes object outlives the launch: the caller holds the arguments.
+    if (!PyBytes_Check(h.ptr()))
+      throw py::type_error(argWhat(k, i) + " takes " +
+                           std::to_string(k.params()[i].bytes) +
+                           " raw bytes: pass a bytes object, got " + typeName(h));
+    return runtime::packBytes(k.params()[i], PyBytes_AS_STRING(h.ptr()),
+                              (size_t)PyBytes_GET_SIZE(h.ptr()), argWhat(k, i));
+  }
   if (kind == K::Float32 || kind == K::Float64) {
     if (PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
       double v = PyFloat_AsDouble(h.ptr());

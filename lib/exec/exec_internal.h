@@ -204,6 +204,9 @@ struct OpPlan {
   RValue constant;  // precomputed result of arith.constant / tt.make_range
   std::string text; // print prefix, assert message
   bool hex = false;
+  /// Shared-memory ops: the buffer offset of each element of the tile
+  /// (row-major), from the memdesc's layout.
+  std::vector<int64_t> sharedOffsets;
 };
 
 struct BlockPlan {
@@ -252,10 +255,18 @@ struct RunState {
   std::atomic<bool> stop{false};
 };
 
+/// One program's shared memory: every live ttg.local_alloc's buffer (all
+/// its buffers, in offset order). A memdesc value is a slot holding
+/// (allocation index << 32) | element offset of its first element.
+struct SharedArena {
+  std::vector<std::vector<Slot>> buffers;
+};
+
 struct ProgramCtx {
   RunState *run = nullptr;
   std::array<int64_t, 3> pid{};
   int callDepth = 0;
+  SharedArena shared;
 };
 
 /// "file.py:12:9", or "unknown location".
@@ -268,6 +279,16 @@ std::string locStr(const Location &loc);
 
 /// Absolute address of a pointer slot (for comparisons and ptr_to_int).
 uint64_t ptrAddress(const RunState &run, uint64_t s);
+
+/// A load through pointer tensor `ptr` (masked lanes take `other`, or zero)
+/// into a value of `type` (memory.cpp).
+RValue loadThrough(const OpPlan &op, const RValue &ptr, const RValue *mask,
+                   const RValue *other, const Type *type,
+                   const ProgramCtx &ctx);
+/// Plans a shared-memory, async-copy or barrier op (shared_memory.cpp).
+void planSharedMemoryOp(const Operation &op, OpPlan &p);
+/// Runs one (shared_memory.cpp).
+void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx);
 
 /// Element-wise, cast and math ops (arith.cpp).
 void evalArith(const OpPlan &op, Frame &f, const ProgramCtx &ctx);

@@ -23,7 +23,7 @@ struct Cancelled {};
 
 constexpr int kMaxCallDepth = 128;
 
-enum class OpClass { Arith, Tensor, Memory, Control, None };
+enum class OpClass { Arith, Tensor, Memory, Shared, Control, None };
 
 /// Which evaluator runs an op (the interpreter dispatches on this). None: the
 /// executor has no semantics for it; executorSupport() reports that, and the
@@ -67,6 +67,20 @@ OpClass classify(OpCode c) {
   case OpCode::IntToPtr:
   case OpCode::PtrToInt:
     return OpClass::Memory;
+  case OpCode::LocalAlloc:
+  case OpCode::LocalDealloc:
+  case OpCode::LocalLoad:
+  case OpCode::LocalStore:
+  case OpCode::MemDescIndex:
+  case OpCode::AsyncCopyGlobalToLocal:
+  case OpCode::AsyncCommitGroup:
+  case OpCode::AsyncWait:
+  case OpCode::InitBarrier:
+  case OpCode::BarrierExpect:
+  case OpCode::ArriveBarrier:
+  case OpCode::WaitBarrier:
+  case OpCode::GPUBarrier:
+    return OpClass::Shared;
   case OpCode::Call:
   case OpCode::Return:
   case OpCode::For:
@@ -142,6 +156,9 @@ private:
         break;
       case OpClass::Memory:
         evalMemoryOp(op, f, ctx_);
+        break;
+      case OpClass::Shared:
+        evalSharedMemoryOp(op, f, ctx_);
         break;
       case OpClass::Control:
         if (runControl(op, f, ret))

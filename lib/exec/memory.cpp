@@ -230,13 +230,16 @@ struct Lanes {
   explicit operator bool() const { return d != nullptr; }
 };
 
-RValue load(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
-  const RValue &ptr = f[op.in[0]];
+} // namespace
+
+RValue loadThrough(const OpPlan &op, const RValue &ptr, const RValue *maskV,
+                   const RValue *otherV, const Type *type,
+                   const ProgramCtx &ctx) {
   DType dt = pointeeDType(ptr);
   Checker check{ctx, op, "load", byteSize(dt)};
-  RValue r = RValue::alloc(op.op->result(0)->type());
-  Lanes mask = op.in.size() > 1 ? Lanes(f[op.in[1]]) : Lanes();
-  Lanes other = op.in.size() > 2 ? Lanes(f[op.in[2]]) : Lanes();
+  RValue r = RValue::alloc(type);
+  Lanes mask = maskV ? Lanes(*maskV) : Lanes();
+  Lanes other = otherV ? Lanes(*otherV) : Lanes();
   const Slot *p = ptr.data();
   Slot *z = r.mutableData();
   int64_t n = r.size();
@@ -254,6 +257,14 @@ RValue load(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
       z[i].u = 0; // 0 and +0.0 share the bits
   }
   return r;
+}
+
+namespace {
+
+RValue load(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  return loadThrough(op, f[op.in[0]], op.in.size() > 1 ? &f[op.in[1]] : nullptr,
+                     op.in.size() > 2 ? &f[op.in[2]] : nullptr,
+                     op.op->result(0)->type(), ctx);
 }
 
 void store(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {

@@ -294,6 +294,20 @@ private:
     case OpCode::Assert:
       p.text = optStr(op, "message", "");
       return;
+    case OpCode::LocalAlloc:
+    case OpCode::LocalDealloc:
+    case OpCode::LocalLoad:
+    case OpCode::LocalStore:
+    case OpCode::MemDescIndex:
+    case OpCode::AsyncCopyGlobalToLocal:
+    case OpCode::AsyncCommitGroup:
+    case OpCode::AsyncWait:
+    case OpCode::InitBarrier:
+    case OpCode::BarrierExpect:
+    case OpCode::ArriveBarrier:
+    case OpCode::WaitBarrier:
+    case OpCode::GPUBarrier:
+      return planSharedMemoryOp(op, p);
     default:
       // Everything else is evaluated from its operand and result types.
       return;

@@ -428,8 +428,14 @@ OpSupport layoutSupport(OpCode c) {
     return OpSupport::Handled;
   // Layouts are chosen per function; the pipeline inlines calls first.
   case OpCode::Call:
+  case OpCode::MemDescIndex: // GPU IR only, like the ops below
     return OpSupport::Rejected;
   default:
+    // Shared memory, async copies and barriers exist only in GPU IR, made
+    // by GPU passes after layouts are assigned; convert-to-gpu leaves a
+    // function that already has layouts alone.
+    if (opInfo(c).traits & SHARED)
+      return OpSupport::Rejected;
     return OpSupport::Missing;
   }
 }

@@ -2,6 +2,7 @@
 // their linear maps.
 #include "tritium/gpu/layouts.h"
 #include "tritium/gpu/mma_layouts.h"
+#include "tritium/gpu/shared_layouts.h"
 #include "tritium/ir/printer.h"
 
 #include <algorithm>
@@ -412,7 +413,9 @@ namespace {
 const Layout *parseWholeLayout(const std::string &text,
                                const std::vector<int64_t> &shape) {
   size_t pos = 0;
-  const GPULayout *l = parseLayout(text, pos, shape);
+  const Layout *l = parseLayout(text, pos, shape);
+  if (!l) // a memdesc's layout
+    l = parseSharedLayout(text, pos);
   if (!l || pos != text.size())
     throw std::runtime_error("not a GPU layout");
   return l;

@@ -402,6 +402,10 @@ private:
     size_t start = (skipWs(), pos_);
     Nesting nested(*this, start);
     if (cur() == '!') {
+      if (consumeIf("!ttg.async.token"))
+        return Type::asyncToken();
+      if (consumeIf("!ttg.memdesc"))
+        return parseMemDescBody(start);
       if (!consumeIf("!tt.ptr"))
         error("expected type, found " + describeNext());
       expect('<', "after '!tt.ptr'");
@@ -459,9 +463,56 @@ private:
     return Type::scalar(*dt);
   }
 
-  /// The layout of a tensor type: `#...` up to the `>` that closes the
-  /// tensor type, with brackets inside balanced.
-  const Layout *parseLayout(const std::vector<int64_t> &shape) {
+  /// `<3x128x64xf16, #layout[, mutable]>` after `!ttg.memdesc`.
+  const Type *parseMemDescBody(size_t start) {
+    expect('<', "after '!ttg.memdesc'");
+    std::vector<int64_t> shape;
+    int64_t elements = 1;
+    while (std::isdigit((unsigned char)peek())) {
+      size_t dimPos = pos_;
+      int64_t d = parseInt("dimension");
+      if (d <= 0)
+        errorAt(dimPos, "memdesc dimensions must be positive");
+      if (d > kMaxTensorElements / elements)
+        errorAt(dimPos, "a memdesc has at most 2^31 elements");
+      elements *= d;
+      shape.push_back(d);
+      if (cur() != 'x')
+        error("expected 'x' after memdesc dimension, found " + describeNext());
+      ++pos_;
+    }
+    size_t elemPos = (skipWs(), pos_);
+    if (shape.empty())
+      error("expected memdesc dimension, found " + describeNext());
+    const Type *elem = parseType();
+    if (!elem->isScalar())
+      errorAt(elemPos, "memdesc element type must be a scalar type, not " +
+                           text::typeText(elem));
+    expect(',', "before the memdesc's shared layout");
+    const Layout *layout = parseLayout(shape, /*stopAtComma=*/true);
+    bool isMutable = false;
+    if (consumeIf(',')) {
+      skipWs();
+      if (!consumeIf("mutable"))
+        error("expected 'mutable' after ',' in the memdesc type, found " +
+              describeNext());
+      isMutable = true;
+    }
+    expect('>', "to end the memdesc type");
+    if (layout->rank() >= 0 && (int)shape.size() != layout->rank() &&
+        (int)shape.size() != layout->rank() + 1)
+      errorAt(start, "memdesc of rank " + std::to_string(shape.size()) +
+                         " with a shared layout of rank " +
+                         std::to_string(layout->rank()) +
+                         " (expected the same rank, or one more for buffers)");
+    return Type::memdesc(elem, shape, layout, isMutable);
+  }
+
+  /// The layout of a tensor (or memdesc) type: `#...` up to the `>` that
+  /// closes the type (or a `,` at the outer level when `stopAtComma`), with
+  /// brackets inside balanced.
+  const Layout *parseLayout(const std::vector<int64_t> &shape,
+                            bool stopAtComma = false) {
     size_t start = (skipWs(), pos_);
     if (cur() != '#')
       error("expected a layout ('#...') after ',' in the tensor type, found " +
@@ -477,7 +528,7 @@ private:
         pos_ += 2;
         continue;
       }
-      if (c == '>' && depth == 0)
+      if ((c == '>' || (c == ',' && stopAtComma)) && depth == 0)
         break;
       if (c == '<' || c == '(' || c == '[' || c == '{')
         ++depth;

@@ -55,6 +55,17 @@ std::string typeText(const Type *t) {
       s += ", " + t->layout()->str();
     return s + ">";
   }
+  case Type::Kind::MemDesc: {
+    std::string s = "!ttg.memdesc<";
+    for (int64_t d : t->shape())
+      s += std::to_string(d) + "x";
+    s += typeText(t->element());
+    if (t->layout())
+      s += ", " + t->layout()->str();
+    return s + (t->isMutable() ? ", mutable>" : ">");
+  }
+  case Type::Kind::Token:
+    return "!ttg.async.token";
   }
   return "<<bad type>>";
 }

@@ -16,6 +16,10 @@ struct TypeContext {
   std::map<std::tuple<const Type *, std::vector<int64_t>, const Layout *>,
            std::unique_ptr<Type>>
       tensors;
+  std::map<std::tuple<const Type *, std::vector<int64_t>, const Layout *, bool>,
+           std::unique_ptr<Type>>
+      memdescs;
+  std::unique_ptr<Type> token;
 
   static TypeContext &get() {
     static TypeContext *ctx = new TypeContext(); // never destroyed
@@ -58,6 +62,32 @@ struct TypeContext {
     }
     return slot.get();
   }
+
+  const Type *memdesc(const Type *elem, std::vector<int64_t> shape,
+                      const Layout *layout, bool isMutable) {
+    std::lock_guard<std::mutex> g(mu);
+    auto &slot = memdescs[{elem, shape, layout, isMutable}];
+    if (!slot) {
+      slot.reset(new Type());
+      slot->kind_ = Type::Kind::MemDesc;
+      slot->elem_ = elem;
+      slot->multiBuffered_ =
+          layout && layout->rank() >= 0 && (int)shape.size() == layout->rank() + 1;
+      slot->shape_ = std::move(shape);
+      slot->layout_ = layout;
+      slot->mutable_ = isMutable;
+    }
+    return slot.get();
+  }
+
+  const Type *asyncToken() {
+    std::lock_guard<std::mutex> g(mu);
+    if (!token) {
+      token.reset(new Type());
+      token->kind_ = Type::Kind::Token;
+    }
+    return token.get();
+  }
 };
 
 const Type *Type::scalar(DType t) { return TypeContext::get().scalar(t); }
@@ -69,6 +99,20 @@ const Type *Type::pointer(const Type *pointee, int addressSpace) {
 const Type *Type::tensor(const Type *element, std::vector<int64_t> shape,
                          const Layout *layout) {
   return TypeContext::get().tensor(element, std::move(shape), layout);
+}
+
+const Type *Type::memdesc(const Type *element, std::vector<int64_t> shape,
+                          const Layout *layout, bool isMutable) {
+  return TypeContext::get().memdesc(element, std::move(shape), layout,
+                                    isMutable);
+}
+
+const Type *Type::asyncToken() { return TypeContext::get().asyncToken(); }
+
+std::vector<int64_t> Type::bufferShape() const {
+  if (!multiBuffered_)
+    return shape_;
+  return std::vector<int64_t>(shape_.begin() + 1, shape_.end());
 }
 
 int64_t Type::numElements() const {
@@ -112,6 +156,17 @@ std::string Type::str() const {
       s += ", " + layout_->str();
     return s + ">";
   }
+  case Kind::MemDesc: {
+    std::string s = "!ttg.memdesc<";
+    for (int64_t d : shape_)
+      s += std::to_string(d) + "x";
+    s += elem_->str();
+    if (layout_)
+      s += ", " + layout_->str();
+    return s + (mutable_ ? ", mutable>" : ">");
+  }
+  case Kind::Token:
+    return "!ttg.async.token";
   }
   return "<bad type>";
 }

@@ -741,10 +741,195 @@ private:
         fail(op, "condition must be i1 (or a tensor of i1), found " +
                      typeText(ty(op, 0)));
       return;
+    case OpCode::LocalAlloc:
+    case OpCode::LocalDealloc:
+    case OpCode::LocalLoad:
+    case OpCode::LocalStore:
+    case OpCode::MemDescIndex:
+    case OpCode::AsyncCopyGlobalToLocal:
+    case OpCode::AsyncCommitGroup:
+    case OpCode::AsyncWait:
+    case OpCode::InitBarrier:
+    case OpCode::BarrierExpect:
+    case OpCode::ArriveBarrier:
+    case OpCode::WaitBarrier:
+    case OpCode::GPUBarrier:
+      return verifySharedMemoryOp(op);
     case OpCode::NumOps:
       break;
     }
     fail(op, "has an invalid op code");
+  }
+
+  // ---- shared memory, async copies, barriers --------------------------------
+
+  /// Operand i must be a memdesc whose layout accepts it; returns its type.
+  const Type *memdescOperand(const Operation &op, unsigned i) const {
+    const Type *t = ty(op, i);
+    if (!t->isMemDesc())
+      fail(op, "operand #" + std::to_string(i) + " must be a !ttg.memdesc, " +
+                   "found " + typeText(t));
+    checkMemDescType(op, t);
+    return t;
+  }
+  void checkMemDescType(const Operation &op, const Type *t) const {
+    if (!t->layout())
+      fail(op, "memdesc " + typeText(t) + " has no shared layout");
+    std::string why = t->layout()->checkMemDesc(t->element(), t->bufferShape());
+    if (!why.empty())
+      fail(op, "invalid memdesc " + typeText(t) + ": " + why);
+  }
+  /// A memdesc that one access reads or writes whole: not multi-buffered.
+  const Type *singleBuffer(const Operation &op, unsigned i) const {
+    const Type *t = memdescOperand(op, i);
+    if (t->isMultiBuffered())
+      fail(op, "needs one buffer, but " + typeText(t) +
+                   " is multi-buffered (take one with ttg.memdesc_index)");
+    return t;
+  }
+  void mutableMemDesc(const Operation &op, const Type *t) const {
+    if (!t->isMutable())
+      fail(op, "writes to an immutable memdesc " + typeText(t));
+  }
+  /// The tensor that matches memdesc `m` (same shape and element).
+  void matchesBuffer(const Operation &op, const std::string &what,
+                     const Type *t, const Type *m) const {
+    if (!t->isTensor() || t->shape() != m->shape() ||
+        t->element() != m->element())
+      fail(op, what + " " + typeText(t) + " does not match the buffer " +
+                   typeText(m) + " (same shape and element type)");
+  }
+  void tokenOperands(const Operation &op, unsigned from) const {
+    for (unsigned i = from; i < op.numOperands(); ++i)
+      if (!ty(op, i)->isToken())
+        fail(op, "operand #" + std::to_string(i) +
+                     " must be a !ttg.async.token, found " +
+                     typeText(ty(op, i)));
+  }
+  void tokenResult(const Operation &op) const {
+    results(op, 1);
+    if (!rty(op)->isToken())
+      fail(op, "result must be a !ttg.async.token, found " +
+                   typeText(rty(op)));
+  }
+  /// An mbarrier: one mutable 64-bit word in shared memory.
+  void barrierOperand(const Operation &op) const {
+    const Type *t = singleBuffer(op, 0);
+    if (t->numElements() != 1 || t->element()->isPointer() ||
+        bitWidth(t->element()->dtype()) != 64 ||
+        isFloat(t->element()->dtype()))
+      fail(op, "barrier must be a memdesc of one 64-bit integer, found " +
+                   typeText(t));
+    mutableMemDesc(op, t);
+  }
+  void scalarOperand(const Operation &op, unsigned i, DType want,
+                     const char *what) const {
+    if (ty(op, i) != Type::scalar(want))
+      fail(op, std::string(what) + " must be " + dtypeName(want) +
+                   ", found " + typeText(ty(op, i)));
+  }
+  void positiveAttr(const Operation &op, const std::string &key,
+                    int64_t min) const {
+    if (op.intAttr(key) < min)
+      fail(op, "attribute '" + key + "' must be at least " +
+                   std::to_string(min) + ", found " +
+                   std::to_string(op.intAttr(key)));
+  }
+
+  // Arity and attribute kinds are checked from ops.def before this.
+  void verifySharedMemoryOp(const Operation &op) const {
+    switch (op.code()) {
+    case OpCode::LocalAlloc: {
+      const Type *m = rty(op);
+      if (!m->isMemDesc())
+        fail(op, "result must be a !ttg.memdesc, found " + typeText(m));
+      checkMemDescType(op, m);
+      if (op.numOperands() == 1) {
+        if (m->isMultiBuffered())
+          fail(op, "cannot initialise the multi-buffered " + typeText(m));
+        matchesBuffer(op, "initial value", ty(op, 0), m);
+      } else if (!m->isMutable()) {
+        fail(op, "allocates an immutable memdesc without an initial value");
+      }
+      if (op.hasAttr("allocation.offset"))
+        positiveAttr(op, "allocation.offset", 0);
+      return;
+    }
+    case OpCode::LocalDealloc:
+      memdescOperand(op, 0);
+      return;
+    case OpCode::LocalLoad: {
+      const Type *m = singleBuffer(op, 0);
+      tokenOperands(op, 1);
+      matchesBuffer(op, "result", rty(op), m);
+      return;
+    }
+    case OpCode::LocalStore: {
+      const Type *m = singleBuffer(op, 1);
+      mutableMemDesc(op, m);
+      matchesBuffer(op, "stored value", ty(op, 0), m);
+      return;
+    }
+    case OpCode::MemDescIndex: {
+      const Type *m = memdescOperand(op, 0);
+      if (!m->isMultiBuffered())
+        fail(op, "operand " + typeText(m) + " is not multi-buffered");
+      scalarOperand(op, 1, DType::I32, "buffer index");
+      const Type *want = Type::memdesc(m->element(), m->bufferShape(),
+                                       m->layout(), m->isMutable());
+      expectType(op, "result", rty(op), want);
+      return;
+    }
+    case OpCode::AsyncCopyGlobalToLocal: {
+      tokenResult(op);
+      const Type *m = singleBuffer(op, 1);
+      mutableMemDesc(op, m);
+      const Type *p = ty(op, 0);
+      if (!p->isTensor() || !p->element()->isPointer())
+        fail(op, "operand #0 must be a tensor of pointers, found " +
+                     typeText(p));
+      const Type *val = withElem(p, p->element()->pointee());
+      matchesBuffer(op, "copied value", val, m);
+      if (op.numOperands() > 2)
+        checkMask(op, 2, p);
+      if (op.numOperands() > 3)
+        expectType(op, "other", ty(op, 3), val);
+      return;
+    }
+    case OpCode::AsyncCommitGroup:
+      tokenResult(op);
+      tokenOperands(op, 0);
+      return;
+    case OpCode::AsyncWait:
+      tokenResult(op);
+      tokenOperands(op, 0);
+      positiveAttr(op, "num", 0);
+      return;
+    case OpCode::InitBarrier:
+      barrierOperand(op);
+      positiveAttr(op, "count", 1);
+      return;
+    case OpCode::BarrierExpect:
+    case OpCode::ArriveBarrier:
+      barrierOperand(op);
+      if (op.numOperands() > 1)
+        scalarOperand(op, 1, DType::I1, "predicate");
+      if (op.code() == OpCode::BarrierExpect)
+        positiveAttr(op, "bytes", 0);
+      else if (op.hasAttr("count"))
+        positiveAttr(op, "count", 1);
+      return;
+    case OpCode::WaitBarrier:
+      barrierOperand(op);
+      scalarOperand(op, 1, DType::I32, "phase");
+      if (op.numOperands() > 2)
+        scalarOperand(op, 2, DType::I1, "predicate");
+      return;
+    case OpCode::GPUBarrier:
+      return;
+    default:
+      fail(op, "is not a shared-memory op");
+    }
   }
 
   void verifyConstant(const Operation &op) {

@@ -47,6 +47,8 @@ const char *kindName(KernelParam::Kind kind) {
     return "fp64";
   case KernelParam::Kind::Bool:
     return "i1";
+  case KernelParam::Kind::Bytes:
+    return "bytes";
   }
   return "?";
 }
@@ -69,6 +71,8 @@ KernelParam::Kind parseKind(const std::string &s) {
     return K::Float64;
   if (s == "i1" || s == "u1")
     return K::Bool;
+  if (s == "bytes")
+    return K::Bytes;
   throw std::invalid_argument("unknown kernel parameter kind '" + s + "'");
 }
 
@@ -111,6 +115,8 @@ ArgSlot packInt(KernelParam::Kind kind, int64_t v, const std::string &what) {
   case K::Float32:
   case K::Float64:
     return packFloat(kind, (double)v);
+  case K::Bytes:
+    throw CudaError(what + ": an integer cannot fill a parameter of raw bytes");
   }
   return slot;
 }
@@ -136,6 +142,37 @@ ArgSlot packFloat(KernelParam::Kind kind, double v) {
     std::memcpy(&slot.bits, &v, sizeof v);
   }
   return slot;
+}
+
+ArgSlot packBytes(const KernelParam &p, const void *data, size_t n,
+                  const std::string &what) {
+  if (p.kind != KernelParam::Kind::Bytes)
+    throw CudaError(what + ": raw bytes passed to a " + kindName(p.kind) +
+                    " parameter");
+  if (!data || n != (size_t)p.bytes)
+    throw CudaError(what + ": the parameter takes " + std::to_string(p.bytes) +
+                    " bytes, got " + std::to_string(data ? n : 0));
+  ArgSlot slot;
+  slot.data = data;
+  return slot;
+}
+
+void launchArgPointers(const std::string &kernel,
+                       const std::vector<KernelParam> &params,
+                       const ArgSlot *args, void **ptrs) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].kind == KernelParam::Kind::Bytes) {
+      // The driver copies each parameter with the size and alignment the
+      // function declares; the host copy needs no alignment of its own.
+      if (!args[i].data)
+        throw CudaError(kernelWhat(kernel) + ": parameter '" + params[i].name +
+                        "' takes " + std::to_string(params[i].bytes) +
+                        " raw bytes, but none were passed");
+      ptrs[i] = const_cast<void *>(args[i].data);
+    } else {
+      ptrs[i] = const_cast<uint64_t *>(&args[i].bits);
+    }
+  }
 }
 
 void checkDevicePointer(uint64_t address, const std::string &what) {
@@ -325,8 +362,7 @@ void GpuKernel::launch(int device, int64_t gx, int64_t gy, int64_t gz, uint64_t 
     heapPtrs.resize(numArgs);
     ptrs = heapPtrs.data();
   }
-  for (size_t i = 0; i < numArgs; ++i)
-    ptrs[i] = const_cast<uint64_t *>(&args[i].bits);
+  launchArgPointers(name_, params_, args, ptrs);
   CUresult r = d.cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                                 (unsigned)(numWarps_ * 32), 1, 1, (unsigned)sharedBytes_,
                                 reinterpret_cast<CUstream>(stream), numArgs ? ptrs : nullptr,

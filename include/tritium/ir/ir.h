@@ -56,6 +56,8 @@ enum OpTrait : unsigned {
   CAST = 1u << 9,
   MATH1 = 1u << 10,
   MOVE = 1u << 11,
+  GLOBAL = 1u << 12, // reads or writes global memory
+  SHARED = 1u << 13, // reads or writes shared memory
 };
 
 /// An arity of ops.def meaning "any number".

@@ -20,6 +20,16 @@ class Layout {
 public:
   virtual ~Layout() = default;
   virtual std::string str() const = 0;
+  /// The rank of the tensors (or shared tiles) this layout applies to; -1
+  /// when it does not say.
+  virtual int rank() const { return -1; }
+  /// Why a memdesc of `element` and buffer shape `shape` cannot use this
+  /// layout (empty when it can). Shared layouts override it; the verifier
+  /// asks it of every memdesc type.
+  virtual std::string checkMemDesc(const class Type *element,
+                                   const std::vector<int64_t> &shape) const {
+    return "not a shared-memory layout";
+  }
 };
 
 /// The most elements a tensor type may have (the parser and the Python Type
@@ -29,7 +39,7 @@ constexpr int64_t kMaxTensorElements = int64_t(1) << 31;
 
 class Type {
 public:
-  enum class Kind : uint8_t { Scalar, Pointer, Tensor };
+  enum class Kind : uint8_t { Scalar, Pointer, Tensor, MemDesc, Token };
 
   static const Type *scalar(DType t);
   /// `!tt.ptr<pointee>`; pointee is a scalar type. addressSpace 1 = global.
@@ -37,23 +47,41 @@ public:
   /// `tensor<4x8xf32>`; element is a scalar or pointer type, every dim > 0.
   static const Type *tensor(const Type *element, std::vector<int64_t> shape,
                             const Layout *layout = nullptr);
+  /// `!ttg.memdesc<3x128x64xf16, #ttg.swizzled_shared<...>, mutable>`: a
+  /// buffer in shared memory (GPU IR). element is a scalar type; layout a
+  /// shared layout. When `shape` has one dim more than the layout's rank, the
+  /// leading dim counts buffers (multi-buffering; ttg.memdesc_index picks
+  /// one).
+  static const Type *memdesc(const Type *element, std::vector<int64_t> shape,
+                             const Layout *layout, bool isMutable);
+  /// `!ttg.async.token`: the result of an asynchronous copy or commit group.
+  static const Type *asyncToken();
 
   Kind kind() const { return kind_; }
   bool isScalar() const { return kind_ == Kind::Scalar; }
   bool isPointer() const { return kind_ == Kind::Pointer; }
   bool isTensor() const { return kind_ == Kind::Tensor; }
+  bool isMemDesc() const { return kind_ == Kind::MemDesc; }
+  bool isToken() const { return kind_ == Kind::Token; }
 
   /// Scalar kind only.
   DType dtype() const { return dtype_; }
   /// Pointer kind only.
   const Type *pointee() const { return elem_; }
   int addressSpace() const { return addrSpace_; }
-  /// Tensor kind only.
+  /// Tensor and memdesc kinds only (shape includes a memdesc's buffer dim).
   const Type *element() const { return elem_; }
   const std::vector<int64_t> &shape() const { return shape_; }
   int rank() const { return (int)shape_.size(); }
   int64_t numElements() const;
   const Layout *layout() const { return layout_; }
+  /// MemDesc kind only.
+  bool isMutable() const { return mutable_; }
+  /// Whether the leading dim counts buffers; how many (1 when not).
+  bool isMultiBuffered() const { return multiBuffered_; }
+  int64_t numBuffers() const { return multiBuffered_ ? shape_[0] : 1; }
+  /// The shape of one buffer (without the buffer dim).
+  std::vector<int64_t> bufferShape() const;
 
   /// The element type of a tensor, the type itself otherwise.
   const Type *scalarType() const { return isTensor() ? elem_ : this; }
@@ -65,7 +93,7 @@ public:
   bool isIntLike() const;
   bool isPointerLike() const { return scalarType()->isPointer(); }
 
-  /// Text form: `i32`, `!tt.ptr<f16>`, `tensor<128x64xf32>`,
+  /// Text form: `i32`, `!tt.ptr<f16>`, `tensor<128x64xf32>`, `!ttg.memdesc<2x64x64xf16, #ttg.nvmma_shared<...>, mutable>`, `!ttg.async.token`,
   /// `tensor<128x!tt.ptr<f32>>`; a layout prints as `tensor<128xf32, #...>`.
   std::string str() const;
 
@@ -78,6 +106,8 @@ private:
   const Type *elem_ = nullptr;
   std::vector<int64_t> shape_;
   const Layout *layout_ = nullptr;
+  bool mutable_ = false;
+  bool multiBuffered_ = false;
 };
 
 } // namespace tritium

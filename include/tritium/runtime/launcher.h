@@ -18,7 +18,20 @@ namespace tritium::runtime {
 /// bytes the kernel reads are at the start of `bits`; the rest is zero).
 struct ArgSlot {
   uint64_t bits = 0;
+  /// A Bytes parameter's bytes (KernelParam::bytes of them), owned by the
+  /// caller until the launch returns; null for every other kind.
+  const void *data = nullptr;
 };
+
+/// Fills `ptrs` (one per parameter) with what cuLaunchKernel reads: the
+/// address of each slot's bits, or a Bytes parameter's data. Throws
+/// CudaError when a Bytes parameter has no data.
+void launchArgPointers(const std::string &kernel,
+                       const std::vector<KernelParam> &params,
+                       const ArgSlot *args, void **ptrs);
+/// A Bytes parameter's slot: checks that `n` bytes is what `p` takes.
+ArgSlot packBytes(const KernelParam &p, const void *data, size_t n,
+                  const std::string &what);
 
 /// Per-function facts the driver reports after loading.
 struct KernelAttributes {
@@ -77,7 +90,7 @@ ArgSlot packInt(KernelParam::Kind kind, int64_t v, const std::string &what);
 ArgSlot packUInt(KernelParam::Kind kind, uint64_t v, const std::string &what);
 ArgSlot packFloat(KernelParam::Kind kind, double v);
 
-/// "ptr", "i32", "i64", "u32", "u64", "fp32", "fp64", "i1".
+/// "ptr", "i32", "i64", "u32", "u64", "fp32", "fp64", "i1", "bytes".
 const char *kindName(KernelParam::Kind kind);
 KernelParam::Kind parseKind(const std::string &s);
 

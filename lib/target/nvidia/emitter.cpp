@@ -452,6 +452,10 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::Assert:
     return PtxFamily::Rejected;
   default:
+    // Shared-memory values, async copies and mbarriers are IR the
+    // tensor-core passes will create; their PTX lowering comes with them.
+    if ((traits & SHARED) || c == OpCode::MemDescIndex)
+      return PtxFamily::Rejected;
     return PtxFamily::None;
   }
 }
@@ -468,6 +472,11 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::Call:
     e.internalError(op, "survived inlining");
   default:
+    if ((opInfo(op.code()).traits & SHARED) ||
+        op.code() == OpCode::MemDescIndex)
+      e.internalError(op, "has no PTX lowering yet (shared-memory values, "
+                          "async copies and mbarriers are lowered with the "
+                          "tensor-core passes that create them)");
     e.internalError(op, "is refused by the PTX emitter without a reason");
   }
 }

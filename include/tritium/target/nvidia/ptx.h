@@ -16,6 +16,15 @@ namespace tritium {
 /// every pass can read them).
 using GPUOptions = PipelineOptions;
 
+/// The PTX declaration of a Bytes parameter: `.param .align 64 .b8
+/// name[128]` (the scalar kinds' declarations depend on the IR type: see
+/// the emitter).
+inline std::string ptxBytesParamDecl(const KernelParam &p,
+                                     const std::string &name) {
+  return ".param .align " + std::to_string(p.align) + " .b8 " + name + "[" +
+         std::to_string(p.bytes) + "]";
+}
+
 /// One checked global-memory access of a bounds-checked kernel; its index
 /// in CompiledKernel::accessSites is what the device record names.
 struct AccessSite {
