@@ -56,6 +56,7 @@ OpClass classify(OpCode c) {
   case OpCode::Yield:
   case OpCode::Print:
   case OpCode::Assert:
+  case OpCode::GpuBarrier:
     return OpClass::Control;
   default:
     return OpClass::Arith;
@@ -180,6 +181,10 @@ private:
       return false;
     case OpCode::Assert:
       assertTrue(op, f);
+      return false;
+    case OpCode::GpuBarrier:
+      // The executor runs a block's ops one at a time over the whole
+      // block: every op is already complete before the next.
       return false;
     default:
       return false;

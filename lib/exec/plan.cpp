@@ -542,6 +542,9 @@ private:
       p.hex = h && std::holds_alternative<bool>(*h) && std::get<bool>(*h);
       return;
     }
+    case OpCode::GpuBarrier:
+      checkArity(op, 0, 0, 0);
+      return;
     case OpCode::Assert:
       checkArity(op, 1, ~0u, 0);
       p.text = optStr(op, "message", "");

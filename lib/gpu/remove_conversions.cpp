@@ -11,6 +11,7 @@
 //    two barriers.
 // 3. Pure ops left without users are erased.
 #include "tritium/gpu/passes.h"
+#include "tritium/gpu/shared_memory.h"
 
 #include <functional>
 #include <map>
@@ -185,6 +186,15 @@ const std::vector<PassInfo> &gpuPasses() {
        "Drop needless layout conversions; recompute cheap producers in the "
        "wanted layout",
        removeLayoutConversions},
+      {"allocate-shared-memory",
+       "Give every shared-memory buffer an offset (allocation.offset) by "
+       "liveness; the total (shared) within sm_90a's limit",
+       [](Module &m, PassStats &s) {
+         allocateSharedMemory(m, kDefaultSharedLimit, "sm_90a", s);
+       }},
+      {"insert-barriers",
+       "Insert gpu.barrier between ops whose shared-memory accesses may race",
+       insertBarriers},
   };
   return passes;
 }

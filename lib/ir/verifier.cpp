@@ -593,6 +593,10 @@ private:
                      typeText(in) + " -> " + typeText(out));
       return;
     }
+    case OpCode::GpuBarrier:
+      operands(op, 0);
+      results(op, 0);
+      return;
     case OpCode::Trans: {
       operands(op, 1);
       results(op, 1);

@@ -49,6 +49,8 @@ namespace {
 const char *kPrefix[kNumRC] = {"%p", "%rs", "%r", "%rd", "%f", "%fd"};
 const char *kDecl[kNumRC] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
 
+} // namespace
+
 int64_t maxSharedBytes(int sm) {
   if (sm >= 90)
     return 227 * 1024;
@@ -56,8 +58,6 @@ int64_t maxSharedBytes(int sm) {
     return 163 * 1024;
   return 99 * 1024;
 }
-
-} // namespace
 
 RC regClass(const Type *t) {
   if (t->isPointer())
@@ -94,9 +94,8 @@ const char *movFor(RC c) {
   return m[(int)c];
 }
 
-Emitter::Emitter(Function &f, const GPUOptions &opts,
-                 const gpu::SharedMemoryPlan &smem)
-    : fn(f), opts(opts), axis(f), smem(smem), numWarps(opts.numWarps) {}
+Emitter::Emitter(Function &f, const GPUOptions &opts)
+    : fn(f), opts(opts), axis(f), numWarps(opts.numWarps) {}
 
 std::string Emitter::newLabel(const std::string &hint) {
   return "$L_" + hint + "_" + std::to_string(labelCount_++);
@@ -267,27 +266,25 @@ std::vector<int> Emitter::equalRegisters(Value *v) {
 }
 
 std::string Emitter::scratch(const Operation &op) {
-  auto it = smem.offset.find(&op);
-  if (it == smem.offset.end())
+  int64_t offset = gpu::sharedOffset(op);
+  if (offset < 0)
     internalError(op, "needs shared memory the allocation did not plan");
   if (smemBase_.empty()) {
     smemBase_ = reg(RC::B32);
     pro("mov.u32 " + smemBase_ + ", global_smem");
   }
-  if (it->second == 0)
+  if (offset == 0)
     return smemBase_;
   std::string r = reg(RC::B32);
-  ins("add.s32 " + r + ", " + smemBase_ + ", " + std::to_string(it->second));
+  ins("add.s32 " + r + ", " + smemBase_ + ", " + std::to_string(offset));
   return r;
 }
 
-void Emitter::barrierBeforeScratch(const Operation &op) {
-  bool inLoop = false;
-  for (Operation *p = op.parentOp(); p && !inLoop; p = p->parentOp())
-    inLoop = p->code() == OpCode::For || p->code() == OpCode::While;
-  if (scratchUsed_ || inLoop)
-    barrier();
-  scratchUsed_ = true;
+void Emitter::sharedWriteBegins(const Operation &op) {
+  if (barrierFor_ != &op)
+    return;
+  barrier();
+  barrierFor_ = nullptr;
 }
 
 void Emitter::userError(const Operation &op, const std::string &msg) {
@@ -325,10 +322,24 @@ void Emitter::parallelCopy(const std::vector<Regs> &to,
 }
 
 void Emitter::emitBlock(Block &b) {
-  for (auto &op : b.ops()) {
-    if (op->code() == OpCode::Yield || op->code() == OpCode::Condition)
+  for (auto it = b.ops().begin(); it != b.ops().end(); ++it) {
+    Operation &op = **it;
+    if (op.code() == OpCode::Yield || op.code() == OpCode::Condition)
       continue; // the parent op copies its operands
-    emitOp(*op);
+    if (op.code() == OpCode::GpuBarrier) {
+      // Before an op owning scratch, printed at its first shared-memory
+      // write (sharedWriteBegins); elsewhere, here.
+      auto next = std::next(it);
+      if (next != b.ops().end() && gpu::sharedOffset(**next) >= 0)
+        barrierFor_ = next->get();
+      else
+        barrier();
+      continue;
+    }
+    emitOp(op);
+    if (barrierFor_)
+      internalError(op, "has a gpu.barrier before it that its lowering never "
+                        "printed (it must call sharedWriteBegins)");
   }
 }
 
@@ -455,7 +466,7 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
        << opts.target.ptxVersion % 10 << "\n";
   head << ".target " << opts.target.str() << "\n";
   head << ".address_size 64\n\n";
-  if (smem.totalBytes > 0)
+  if (gpu::sharedBytes(fn) > 0)
     head << ".extern .shared .align 16 .b8 global_smem[];\n\n";
   head << ".visible .entry " << name << "(\n" << sig.str() << "\n)\n";
   head << ".maxntid " << numWarps * gpu::kThreadsPerWarp << ", 1, 1\n{\n";
@@ -514,22 +525,16 @@ CompiledKernel compileToPTX(Module &m, const std::string &kernel,
   gpu::convertToGPU(*gm, opts.numWarps, stats);
   gpu::removeLayoutConversions(*gm, stats);
 
-  gpu::SharedMemoryPlan plan = gpu::allocateSharedMemory(*f);
-  int64_t limit = nvidia::maxSharedBytes(t.sm);
-  if (plan.totalBytes > limit)
-    throw UserError("kernel '" + kernel + "' needs " +
-                        std::to_string(plan.totalBytes) +
-                        " bytes of shared memory; " + t.str() +
-                        " allows at most " + std::to_string(limit) +
-                        " (use a smaller block or fewer elements per program)",
-                    plan.largest ? plan.largest->loc() : f->loc());
+  gpu::allocateSharedMemory(*gm, nvidia::maxSharedBytes(t.sm), t.str(),
+                             stats);
+  gpu::insertBarriers(*gm, stats);
 
   CompiledKernel ck;
   ck.name = kernel;
   ck.numWarps = opts.numWarps;
-  ck.sharedBytes = (int)plan.totalBytes;
+  ck.sharedBytes = (int)gpu::sharedBytes(*f);
   ck.gir = print(*f);
-  nvidia::Emitter e(*f, opts, plan);
+  nvidia::Emitter e(*f, opts);
   ck.ptx = e.emitKernel(ck.params);
   ck.hiddenParams = std::move(e.hiddenParams);
   ck.accessSites = std::move(e.accessSites);

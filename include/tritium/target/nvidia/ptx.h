@@ -19,6 +19,11 @@ struct GPUTarget {
   static GPUTarget parse(const std::string &s);
 };
 
+namespace nvidia {
+/// The most shared memory one CTA may use on sm_<sm> (with the opt-in).
+int64_t maxSharedBytes(int sm);
+} // namespace nvidia
+
 struct GPUOptions {
   int numWarps = 4;
   int numStages = 3;
