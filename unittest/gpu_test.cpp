@@ -1068,6 +1068,12 @@ TEST(GPUErrors, TooMuchSharedMemory) {
     EXPECT_NE(std::string(e.what()).find("bytes of shared memory"),
               std::string::npos)
         << e.what();
+    // At the kernel (its first line here); the message names the op of
+    // the largest buffer.
+    EXPECT_EQ(e.loc.line, 1);
+    EXPECT_NE(std::string(e.what()).find("kernel 'big' needs 262144 bytes"),
+              std::string::npos)
+        << e.what();
   }
 }
 

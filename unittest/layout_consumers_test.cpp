@@ -219,8 +219,10 @@ TEST(XorLayouts, SharedMemoryAddressesFollowTheXorMap) {
   GPUOptions o;
   o.target = GPUTarget::parse("sm_90a");
   o.numWarps = 4;
-  SharedMemoryPlan plan = allocateSharedMemory(*f);
-  nvidia::Emitter e(*f, o, plan);
+  PassStats stats;
+  allocateSharedMemory(*m, kDefaultSharedLimit, "sm_90a", stats);
+  insertBarriers(*m, stats);
+  nvidia::Emitter e(*f, o);
   std::vector<KernelParam> params;
   std::string ptx;
   // A constant moved there and back: only the movement touches memory.
@@ -273,8 +275,10 @@ TEST(XorLayouts, MmaLayoutsMoveThroughSharedMemory) {
   GPUOptions o;
   o.target = GPUTarget::parse("sm_90a");
   o.numWarps = 4;
-  SharedMemoryPlan plan = allocateSharedMemory(*f);
-  nvidia::Emitter e(*f, o, plan);
+  PassStats stats;
+  allocateSharedMemory(*m, kDefaultSharedLimit, "sm_90a", stats);
+  insertBarriers(*m, stats);
+  nvidia::Emitter e(*f, o);
   std::vector<KernelParam> params;
   std::string ptx = e.emitKernel(params);
   LinearLayout lm = parse(mma, {32, 32})->toLinear({32, 32});

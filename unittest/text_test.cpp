@@ -260,6 +260,7 @@ tt.func @control(%n: i32, %p: !tt.ptr<f32>) -> f32 {
 const char *kGPU = R"(
 tt.func @gpu(%x: tensor<64x32xf32, #test<rows>>) -> tensor<64x32xf32, #test<cols>> {
   %y = ttg.convert_layout %x : tensor<64x32xf32, #test<cols>> loc("gpu.py":4:8)
+  gpu.barrier
   %z = ttg.convert_layout %y : tensor<64x32xf32, #test<rows>>
   %w = arith.addf %x, %z : tensor<64x32xf32, #test<rows>>
   %v = ttg.convert_layout %w : tensor<64x32xf32, #test<cols>>

@@ -11,6 +11,7 @@
 //    two barriers.
 // 3. Pure ops left without users are erased.
 #include "tritium/gpu/passes.h"
+#include "tritium/gpu/shared_memory.h"
 
 #include <functional>
 #include <map>
@@ -186,6 +187,17 @@ const PassTable &gpuPasses() {
        "Drop needless layout conversions; recompute cheap producers in the "
        "wanted layout",
        removeLayoutConversions},
+      {"allocate-shared-memory",
+       "Give every shared-memory buffer an offset (allocation.offset) by "
+       "liveness; the total (shared) within the target's limit",
+       [](Module &m, const PipelineOptions &o, PassStats &s) {
+         allocateSharedMemory(m, o.target.maxSharedBytes(), o.target.str(), s);
+       }},
+      {"insert-barriers",
+       "Insert gpu.barrier between ops whose shared-memory accesses may race",
+       [](Module &m, const PipelineOptions &, PassStats &s) {
+         insertBarriers(m, s);
+       }},
   };
   return passes;
 }

@@ -1,5 +1,5 @@
-// Scratch shared memory per op, and the kernel's total (see shared_memory.h
-// for why every buffer starts at offset 0).
+// The shared memory each op needs (see shared_memory.h); the offsets come
+// from allocate_shared_memory.cpp.
 #include "tritium/gpu/shared_memory.h"
 #include "tritium/gpu/conversion.h"
 #include "tritium/gpu/passes.h"
@@ -12,6 +12,23 @@ namespace {
 /// widened to 32 bits; fp64 and 64-bit ints keep 8).
 int64_t accumulatorBytes(const Type *elem) {
   return storageBytes(elem) == 8 ? 8 : 4;
+}
+
+/// How much scratch an op needs depends on its layouts: tile IR has none.
+void requireLayouts(const Operation &op) {
+  auto check = [&](Value *v) {
+    if (v->type()->isTensor() && !layoutOf(v->type()))
+      throw UserError("'" + std::string(op.name()) +
+                          "' has a tensor without a GPU layout (" +
+                          v->type()->str() +
+                          "): shared memory is planned on GPU IR (run "
+                          "--convert-to-gpu first)",
+                      op.loc());
+  };
+  for (Value *v : op.operands())
+    check(v);
+  for (Value *v : op.results())
+    check(v);
 }
 
 } // namespace
@@ -48,32 +65,53 @@ int64_t atomicScratchBytes(Function &f, const Operation &op) {
   return t->numElements() * storageBytes(t->element());
 }
 
-SharedMemoryPlan allocateSharedMemory(Function &f) {
-  SharedMemoryPlan plan;
-  f.walk([&](Operation *op) {
-    int64_t bytes = 0;
-    if (op->hasTrait(MOVE) && op->operand(0)->type()->isTensor() &&
-        layoutOf(op->operand(0)->type()) && layoutOf(op->result(0)->type())) {
-      MovementPlan mp = planMovement(
-          op->operand(0)->type(), op->result(0)->type(), movementWeights(*op));
-      bytes = mp.scratchBytes;
-    } else if (op->code() == OpCode::Reduce) {
-      bytes = reduceScratchBytes(*op);
-    } else if (op->code() == OpCode::AtomicRMW ||
-               op->code() == OpCode::AtomicCAS) {
-      bytes = atomicScratchBytes(f, *op);
-    }
-    if (bytes <= 0)
-      return;
-    bytes = (bytes + 15) / 16 * 16;
-    plan.bytes[op] = bytes;
-    plan.offset[op] = 0;
-    if (bytes > plan.totalBytes) {
-      plan.totalBytes = bytes;
-      plan.largest = op;
-    }
-  });
-  return plan;
+int64_t scratchBytes(Function &f, const Operation &op) {
+  bool maybe = op.hasTrait(MOVE) || op.code() == OpCode::Reduce ||
+               op.code() == OpCode::AtomicRMW ||
+               op.code() == OpCode::AtomicCAS;
+  if (!maybe)
+    return 0;
+  requireLayouts(op);
+  int64_t bytes = 0;
+  if (op.hasTrait(MOVE) && op.operand(0)->type()->isTensor()) {
+    MovementPlan mp = planMovement(op.operand(0)->type(),
+                                   op.result(0)->type(), movementWeights(op));
+    bytes = mp.scratchBytes;
+  } else if (op.code() == OpCode::Reduce) {
+    bytes = reduceScratchBytes(op);
+  } else if (op.code() == OpCode::AtomicRMW ||
+             op.code() == OpCode::AtomicCAS) {
+    bytes = atomicScratchBytes(f, op);
+  }
+  if (bytes <= 0)
+    return 0;
+  return (bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+}
+
+int64_t sharedOffset(const Operation &op) {
+  auto it = op.attrs().find(kAllocationOffsetAttr);
+  if (it == op.attrs().end())
+    return -1;
+  // IR text may say anything here; the allocation writes only these.
+  const int64_t *v = std::get_if<int64_t>(&it->second);
+  if (!v || *v < 0 || *v >= (int64_t(1) << 32) || *v % kSharedAlignment != 0)
+    throw UserError("'" + kAllocationOffsetAttr + "' of '" +
+                        std::string(op.name()) +
+                        "' must be a non-negative multiple of " +
+                        std::to_string(kSharedAlignment) + ", found " +
+                        attrStr(it->second),
+                    op.loc());
+  return *v;
+}
+
+int64_t sharedBytes(const Function &f) {
+  auto it = f.attrs().find(kSharedBytesAttr);
+  if (it == f.attrs().end() || !std::holds_alternative<int64_t>(it->second))
+    throw InternalError("'" + f.name() +
+                        "' has no shared-memory plan (the attribute '" +
+                        kSharedBytesAttr +
+                        "'): run --allocate-shared-memory first");
+  return std::get<int64_t>(it->second);
 }
 
 } // namespace tritium::gpu

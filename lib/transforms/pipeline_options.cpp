@@ -36,4 +36,12 @@ GPUTarget GPUTarget::parse(const std::string &s) {
   return g;
 }
 
+int64_t GPUTarget::maxSharedBytes() const {
+  if (sm >= 90)
+    return 227 * 1024;
+  if (sm == 80 || sm == 87)
+    return 163 * 1024;
+  return 99 * 1024;
+}
+
 } // namespace tritium

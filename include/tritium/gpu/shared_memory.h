@@ -1,34 +1,94 @@
-// Shared-memory allocation for the GPU IR.
+// Shared memory in the GPU IR: which ops need it, where it goes, and the
+// barriers between its users.
 //
-// v1 uses shared memory only as scratch inside one op: a reduction across
-// warps, a data movement op whose elements change threads, the result of an
-// atomic held by several threads. A scratch buffer is live from the barrier
-// that opens its op to the barrier that opens the next user, so buffers of
-// different ops never overlap in time and all of them start at offset 0; the
-// kernel needs the largest.
+// A buffer is owned by an op:
+//  - scratch: memory an op uses only while it runs, to move data between
+//    threads (a reduction across warps, a data movement op whose elements
+//    change threads, the result of an atomic held by several threads);
+//  - (a memory-descriptor value, once the IR has them: live from its
+//    definition to its last use.)
+// Two passes turn that into plain facts on the IR, which the PTX emitter
+// only prints:
+//  - where shared memory gets its offsets: --allocate-shared-memory
+//    (lib/gpu/allocate_shared_memory.cpp) writes `allocation.offset = N` on
+//    every op owning a buffer and `shared = total` on the function;
+//  - where barriers are placed: --insert-barriers
+//    (lib/gpu/insert_barriers.cpp) inserts `gpu.barrier` ops (bar.sync 0)
+//    between ops whose shared-memory accesses may race.
 #pragma once
 
-#include "tritium/ir/ir.h"
+#include "tritium/analysis/liveness.h"
+#include "tritium/transforms/pass.h"
 
-#include <map>
+#include <string>
+#include <vector>
 
 namespace tritium::gpu {
 
-struct SharedMemoryPlan {
-  /// Scratch bytes of each op that needs any, and its offset.
-  std::map<const Operation *, int64_t> bytes, offset;
-  int64_t totalBytes = 0;
-  /// The op needing the most (for the error message).
-  const Operation *largest = nullptr;
-};
-
-/// Plans the scratch of every op of `f` (GPU IR).
-SharedMemoryPlan allocateSharedMemory(Function &f);
+/// The op attribute holding the byte offset of the op's buffer.
+inline const std::string kAllocationOffsetAttr = "allocation.offset";
+/// The function attribute holding the kernel's shared-memory bytes.
+inline const std::string kSharedBytesAttr = "shared";
+/// Buffers start at multiples of this (16-byte vector accesses).
+constexpr int64_t kSharedAlignment = 16;
+/// The limit when none is given (tritium-opt): sm_90's 227 KiB, as
+/// GPUTarget::maxSharedBytes says for sm_90 (a unit test checks they agree).
+constexpr int64_t kDefaultSharedLimit = 227 * 1024;
 
 /// Scratch bytes a reduction needs (zero when no warps share an output).
 int64_t reduceScratchBytes(const Operation &reduce);
 /// Scratch bytes an atomic needs to give its result to every thread that
 /// holds it (zero when unused or held by one thread).
 int64_t atomicScratchBytes(Function &f, const Operation &atomic);
+/// Scratch bytes of any op (zero for ops that need none), rounded up to
+/// kSharedAlignment.
+int64_t scratchBytes(Function &f, const Operation &op);
+
+struct SharedBuffer {
+  Operation *owner = nullptr; // carries the offset attribute
+  int64_t bytes = 0, offset = 0;
+  LiveRange live;
+};
+
+struct SharedMemoryPlan {
+  std::vector<SharedBuffer> buffers; // in program order of their owners
+  int64_t totalBytes = 0;
+};
+
+/// `--allocate-shared-memory`: gives every buffer of `f` an offset.
+///  1. Buffers: the scratch of each op that needs any (scratchBytes).
+///  2. Live ranges (Liveness): a scratch buffer is live while its op runs.
+///  3. Largest first, each buffer takes the lowest 16-byte aligned offset
+///     where it overlaps no placed buffer live at the same time; buffers
+///     never live together may share bytes.
+///  4. Writes `allocation.offset` on each owner and `shared` (the end of the
+///     highest buffer) on the function.
+///  5. A total above `limitBytes` is a UserError located at the kernel,
+///     naming it, its bytes and the limit of `target` (for the message).
+/// Counters: gpu.shared-buffers, gpu.shared-bytes (summed over kernels).
+SharedMemoryPlan allocateSharedMemory(Function &f,
+                                      int64_t limitBytes = kDefaultSharedLimit,
+                                      const std::string &target = "sm_90a",
+                                      PassStats *stats = nullptr);
+/// Step 3 alone: sets the offset of every buffer; returns the total.
+int64_t assignOffsets(std::vector<SharedBuffer> &buffers);
+/// The pass over every function of `m`.
+void allocateSharedMemory(Module &m, int64_t limitBytes,
+                          const std::string &target, PassStats &stats);
+
+/// `--insert-barriers`: inserts `gpu.barrier` before an op whose
+/// shared-memory accesses conflict with those of an earlier op still
+/// unsynchronized (a write after another thread's read, or a read or write
+/// after another thread's write), using the allocation's offsets: buffers
+/// with disjoint bytes never need one. See insert_barriers.cpp.
+/// Counters: gpu.barriers-inserted.
+void insertBarriers(Module &m, PassStats &stats);
+
+/// The offset `allocateSharedMemory` gave `op`'s buffer, or -1 when it has
+/// none.
+int64_t sharedOffset(const Operation &op);
+/// The kernel's shared-memory bytes; InternalError when the allocation did
+/// not run.
+int64_t sharedBytes(const Function &f);
 
 } // namespace tritium::gpu

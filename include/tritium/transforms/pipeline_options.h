@@ -24,6 +24,9 @@ struct GPUTarget {
   /// and throws UserError for anything else.
   std::string str() const;
   static GPUTarget parse(const std::string &s);
+  /// The most shared memory one program (CTA) may use, with the opt-in
+  /// above 48 KiB: 227 KiB on sm_90, 163 KiB on sm_80/87, 99 KiB otherwise.
+  int64_t maxSharedBytes() const;
 };
 
 struct PipelineOptions {

@@ -401,7 +401,7 @@ void checkAtomicType(Emitter &e, const Operation &op, const Type *elem) {
 /// The result register(s) of an atomic for every thread that holds them.
 void shareResult(Emitter &e, Operation &op, Regs res) {
   const Type *t = op.result(0)->type();
-  if (!e.smem.bytes.count(&op)) {
+  if (gpu::sharedOffset(op) < 0) {
     e.bind(op.result(0), std::move(res));
     return;
   }
@@ -414,10 +414,10 @@ void shareResult(Emitter &e, Operation &op, Regs res) {
   std::string base = e.scratch(op);
   std::string ty = memType(t, false), lt = memType(t, true);
   RC rc = isBool(t) ? RC::B16 : regClass(t);
-  e.barrierBeforeScratch(op);
+  e.sharedWriteBegins(op);
   std::string v = memValue(e, t, res[0]);
   e.ins("@" + e.ownerPred(t) + " st.shared." + ty + " [" + base + "], " + v);
-  e.barrier();
+  e.barrier(); // this op's own write -> read of its scratch
   std::string d = e.reg(rc);
   e.ins("ld.shared." + lt + " " + d + ", [" + base + "]");
   if (isBool(t)) {

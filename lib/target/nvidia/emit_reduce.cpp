@@ -281,7 +281,7 @@ bool emitReduce(Emitter &e, Operation &op) {
     std::string idxAddr = e.reg(RC::B32);
     if (c.arg)
       e.ins("mad.lo.s32 " + idxAddr + ", " + slot + ", 4, " + base);
-    e.barrierBeforeScratch(op);
+    e.sharedWriteBegins(op);
     for (auto &key : keyOrder) {
       int64_t off = offsetOf(key) * K;
       if (sliceTy &&
@@ -295,6 +295,8 @@ bool emitReduce(Emitter &e, Operation &op) {
         e.ins("st.shared.b32 [" + idxAddr + "+" + std::to_string(idxOff + off * 4) + "], " +
               groups[key].idx);
     }
+    // Inside this op (its partials written -> read by other warps); the
+    // barrier before its first write, if any, is a gpu.barrier op.
     e.barrier();
     if (K <= kReadAllMaxWarps) {
       // B'. Few warps: every thread reads the K partials of each element
@@ -387,7 +389,7 @@ bool emitReduce(Emitter &e, Operation &op) {
                 "], " + p.idx);
         }
       }
-      e.barrier();
+      e.barrier(); // inside this op: its results written -> read
       // C. Every thread reads the results of the elements it holds.
       std::string rd = e.reg(RC::B32), ri = e.reg(RC::B32);
       e.ins("mad.lo.s32 " + rd + ", " + thrOut + ", " + std::to_string(ab) + ", " + base);

@@ -102,7 +102,7 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   const gpu::LinearLayout &ls = gpu::linearOf(src), &ld = gpu::linearOf(dst);
   std::vector<int64_t> strides = gpu::rowMajorStrides(src->shape());
 
-  e.barrierBeforeScratch(op); // the previous user of the scratch is done reading
+  e.sharedWriteBegins(op);
   std::string thrS = e.threadLinear(src, strides);
   std::string addrS = e.reg(RC::B32);
   e.ins("mad.lo.s32 " + addrS + ", " + thrS + ", " + std::to_string(eb) + ", " +
@@ -144,6 +144,8 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
     e.ins(guard + st + " [" + addr + "+" + std::to_string(off) + "], " +
           vecList(vals, 0, vs));
   }
+  // Inside this op: its writes -> its reads. The barrier before its first
+  // write, if any, is a gpu.barrier op (--insert-barriers).
   e.barrier();
   std::string thrD = e.threadLinear(dst, weights);
   std::string addrD = e.reg(RC::B32);

@@ -53,9 +53,8 @@ const char *movFor(RC c) {
   return m[(int)c];
 }
 
-Emitter::Emitter(Function &f, const GPUOptions &opts,
-                 const gpu::SharedMemoryPlan &smem)
-    : fn(f), opts(opts), axis(f), smem(smem), numWarps(opts.numWarps) {}
+Emitter::Emitter(Function &f, const GPUOptions &opts)
+    : fn(f), opts(opts), axis(f), numWarps(opts.numWarps) {}
 
 std::string Emitter::newLabel(const std::string &hint) {
   return "$L_" + hint + "_" + std::to_string(labelCount_++);
@@ -326,27 +325,25 @@ std::vector<int> Emitter::equalRegisters(Value *v) {
 }
 
 std::string Emitter::scratch(const Operation &op) {
-  auto it = smem.offset.find(&op);
-  if (it == smem.offset.end())
+  int64_t offset = gpu::sharedOffset(op);
+  if (offset < 0)
     internalError(op, "needs shared memory the allocation did not plan");
   if (smemBase_.empty()) {
     smemBase_ = reg(RC::B32);
     pro("mov.u32 " + smemBase_ + ", global_smem");
   }
-  if (it->second == 0)
+  if (offset == 0)
     return smemBase_;
   std::string r = reg(RC::B32);
-  ins("add.s32 " + r + ", " + smemBase_ + ", " + std::to_string(it->second));
+  ins("add.s32 " + r + ", " + smemBase_ + ", " + std::to_string(offset));
   return r;
 }
 
-void Emitter::barrierBeforeScratch(const Operation &op) {
-  bool inLoop = false;
-  for (Operation *p = op.parentOp(); p && !inLoop; p = p->parentOp())
-    inLoop = p->code() == OpCode::For || p->code() == OpCode::While;
-  if (scratchUsed_ || inLoop)
-    barrier();
-  scratchUsed_ = true;
+void Emitter::sharedWriteBegins(const Operation &op) {
+  if (barrierFor_ != &op)
+    return;
+  barrier();
+  barrierFor_ = nullptr;
 }
 
 void Emitter::userError(const Operation &op, const std::string &msg) {
@@ -384,10 +381,24 @@ void Emitter::parallelCopy(const std::vector<Regs> &to,
 }
 
 void Emitter::emitBlock(Block &b) {
-  for (auto &op : b.ops()) {
-    if (op->code() == OpCode::Yield || op->code() == OpCode::Condition)
+  for (auto it = b.ops().begin(); it != b.ops().end(); ++it) {
+    Operation &op = **it;
+    if (op.code() == OpCode::Yield || op.code() == OpCode::Condition)
       continue; // the parent op copies its operands
-    emitOp(*op);
+    if (op.code() == OpCode::GPUBarrier) {
+      // Before an op owning scratch, printed at its first shared-memory
+      // write (sharedWriteBegins); elsewhere, here.
+      auto next = std::next(it);
+      if (next != b.ops().end() && gpu::sharedOffset(**next) >= 0)
+        barrierFor_ = next->get();
+      else
+        barrier();
+      continue;
+    }
+    emitOp(op);
+    if (barrierFor_)
+      internalError(op, "has a gpu.barrier before it that its lowering never "
+                        "printed (it must call sharedWriteBegins)");
   }
 }
 
@@ -404,6 +415,7 @@ enum class PtxFamily {
   Tensor,
   Return,
   Terminator, // scf.yield, scf.condition: the parent op copies the operands
+  Barrier,    // gpu.barrier: emitBlock prints it (it looks at the next op)
   Rejected,
   None,
 };
@@ -446,6 +458,8 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::Yield:
   case OpCode::Condition:
     return PtxFamily::Terminator;
+  case OpCode::GPUBarrier:
+    return PtxFamily::Barrier;
   case OpCode::Dot:
   case OpCode::Call:
   case OpCode::Print:
@@ -520,6 +534,8 @@ void Emitter::emitOp(Operation &op) {
     return;
   case PtxFamily::Terminator:
     return;
+  case PtxFamily::Barrier:
+    internalError(op, "is printed by emitBlock, not emitOp");
   case PtxFamily::Rejected:
     rejectOp(*this, op);
   case PtxFamily::None:
@@ -640,7 +656,7 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
        << opts.target.ptxVersion % 10 << "\n";
   head << ".target " << opts.target.str() << "\n";
   head << ".address_size 64\n\n";
-  if (smem.totalBytes > 0)
+  if (gpu::sharedBytes(fn) > 0)
     head << ".extern .shared .align 16 .b8 global_smem[];\n\n";
   head << ".visible .entry " << name << "(\n" << sig.str() << "\n)\n";
   head << ".maxntid " << numWarps * gpu::kThreadsPerWarp << ", 1, 1\n{\n";

@@ -43,8 +43,8 @@ using Regs = std::vector<std::string>;
 
 class Emitter {
 public:
-  Emitter(Function &f, const GPUOptions &opts,
-          const gpu::SharedMemoryPlan &smem);
+  /// `f` has been through --allocate-shared-memory and --insert-barriers.
+  Emitter(Function &f, const GPUOptions &opts);
 
   /// The whole .entry, with its parameters in `params`.
   std::string emitKernel(std::vector<KernelParam> &params);
@@ -52,7 +52,6 @@ public:
   Function &fn;
   const GPUOptions &opts;
   AxisInfoAnalysis axis;
-  const gpu::SharedMemoryPlan &smem;
   int numWarps;
 
   // ---- text -----------------------------------------------------------------
@@ -101,13 +100,19 @@ public:
   /// thread's registers); elementwise ops compute only those, as Triton
   /// does. Identity for scalars.
   std::vector<int> equalRegisters(Value *v);
-  /// The shared-memory scratch of `op` (a .u32 shared address register).
+  /// The shared-memory scratch of `op` (a .u32 shared address register) at
+  /// the offset --allocate-shared-memory wrote on it.
   std::string scratch(const Operation &op);
+  /// The barrier between the two phases of one op that moves data through
+  /// its own scratch (write, bar.sync, read): part of that op's lowering.
+  /// Barriers between ops are gpu.barrier ops (--insert-barriers).
   void barrier() { ins("bar.sync 0"); }
-  /// The barrier before `op` writes its shared-memory scratch, so that the
-  /// previous user has finished reading it. Left out for the kernel's first
-  /// scratch user when it is in no loop (nothing can have used it before).
-  void barrierBeforeScratch(const Operation &op);
+  /// Called by the lowering of an op owning scratch right before its first
+  /// shared-memory write: prints the gpu.barrier placed before the op, if
+  /// any. Its register work (shuffles, a global atomic) comes first, so the
+  /// warps wait as late as they can; that work touches no shared memory, so
+  /// the barrier orders the same accesses.
+  void sharedWriteBegins(const Operation &op);
 
   /// Registers of tt.make_range results with a non-negative start: register
   /// -> (the thread's coordinate register, constant). Their values are
@@ -151,7 +156,9 @@ private:
   std::string tid_, lane_, warp_;
   std::map<std::string, std::string> threadLinearCache_, ownerCache_;
   std::string smemBase_;
-  bool scratchUsed_ = false; // some op before (in emission order) used the scratch
+  /// A gpu.barrier whose next op owns scratch: printed by
+  /// sharedWriteBegins(that op).
+  const Operation *barrierFor_ = nullptr;
   std::map<int, std::string> extents_;
   std::string record_;
   std::string extent(int param);

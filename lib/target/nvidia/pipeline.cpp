@@ -95,30 +95,6 @@ void checkGPUInput(Function &f, const PipelineOptions &opts) {
                     f.loc());
 }
 
-int64_t maxSharedBytes(int sm) {
-  if (sm >= 90)
-    return 227 * 1024;
-  if (sm == 80 || sm == 87)
-    return 163 * 1024;
-  return 99 * 1024;
-}
-
-/// The offset of every op's shared-memory scratch, and the kernel's total,
-/// which must fit the target's limit.
-gpu::SharedMemoryPlan planSharedMemory(Function &f,
-                                       const PipelineOptions &opts) {
-  gpu::SharedMemoryPlan plan = gpu::allocateSharedMemory(f);
-  int64_t limit = maxSharedBytes(opts.target.sm);
-  if (plan.totalBytes > limit)
-    throw UserError("kernel '" + f.name() + "' needs " +
-                        std::to_string(plan.totalBytes) +
-                        " bytes of shared memory; " + opts.target.str() +
-                        " allows at most " + std::to_string(limit) +
-                        " (use a smaller block or fewer elements per program)",
-                    plan.largest ? plan.largest->loc() : f.loc());
-  return plan;
-}
-
 } // namespace
 
 void compileKernel(const Module &m, const std::string &kernel,
@@ -160,14 +136,16 @@ void compileKernel(const Module &m, const std::string &kernel,
   } else {
     checkGPUInput(f, opts);
   }
-  r.kernel.gir = print(f);
   steps.end();
 
-  // 3. Shared memory: an offset for every op's scratch, within the limit
-  // (a step of its own so that an allocation pass and a barrier-insertion
-  // pass can take its place).
+  // 3. Shared memory (lib/gpu): every buffer gets its offset by liveness,
+  // within the target's limit (allocate_shared_memory.cpp), and every
+  // barrier between ops that share bytes is placed (insert_barriers.cpp);
+  // the emitter then only prints.
   steps.begin("shared-memory");
-  gpu::SharedMemoryPlan plan = planSharedMemory(f, opts);
+  runPasses(*gm, {"allocate-shared-memory", "insert-barriers"}, r.stats, opts,
+            gpu::gpuPasses());
+  r.kernel.gir = print(f);
   steps.end();
 
   // 4. PTX.
@@ -175,8 +153,8 @@ void compileKernel(const Module &m, const std::string &kernel,
   CompiledKernel &ck = r.kernel;
   ck.name = kernel;
   ck.numWarps = opts.numWarps;
-  ck.sharedBytes = (int)plan.totalBytes;
-  nvidia::Emitter e(f, opts, plan);
+  ck.sharedBytes = (int)gpu::sharedBytes(f);
+  nvidia::Emitter e(f, opts);
   ck.ptx = e.emitKernel(ck.params);
   ck.hiddenParams = std::move(e.hiddenParams);
   ck.accessSites = std::move(e.accessSites);
