@@ -11,7 +11,8 @@
 #
 # Environment: JOBS (default: nproc), BUILD_DIR (build-gpu), BUILD_TYPE (Release), FUZZ_SEEDS (1000),
 # BENCH_ARGS (e.g. --quick), BENCH_TIMEOUT (seconds per benchmark, 300),
-# PYTEST_GPU_ARGS (e.g. "-x -k softmax"), SKIP_BUILD=1, SKIP_TESTS=1, SKIP_BENCH=1.
+# PYTEST_GPU_ARGS (e.g. "-x -k softmax"), SKIP_BUILD=1, SKIP_TESTS=1, SKIP_BENCH=1,
+# BENCHES (names of benchmarks/bench_*.py to run, e.g. "vector_add softmax"; default all).
 # Exit status: 0 when the build, the tests and every tritium benchmark result passed.
 set -uo pipefail
 
@@ -107,6 +108,7 @@ if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
   rm -f "$OUT/results.json"
   for b in benchmarks/bench_*.py; do
     name=$(basename "$b" .py)
+    if [[ -n "${BENCHES:-}" && " $BENCHES " != *" ${name#bench_} "* ]]; then continue; fi
     step "$name"
     # shellcheck disable=SC2086
     (cd benchmarks && timeout "${BENCH_TIMEOUT:-300}" "$PYTHON" "$(basename "$b")" \
