@@ -89,7 +89,7 @@ _unittest:
 	@if [ -x "$(BUILD_DIR)/tritium-unittests" ]; then \
 	  set -x; "$(BUILD_DIR)/tritium-unittests"; \
 	else \
-	  echo "tritium-unittests not built (no GoogleTest or no unittest/*.cpp): skipped"; \
+	  echo "tritium-unittests not built (no GoogleTest or no unittest/**/*.cpp): skipped"; \
 	fi
 
 _lit:

@@ -3,7 +3,7 @@
 // register renaming is checked element by element, and the emitted
 // addresses by running the PTX's integer address code for every thread of
 // the CTA (a tiny interpreter of the handful of instructions it uses).
-#include "../lib/target/nvidia/emitter.h"
+#include "../../lib/target/nvidia/emitter.h"
 #include "tritium/gpu/conversion.h"
 #include "tritium/gpu/layouts.h"
 #include "tritium/gpu/shared_memory.h"
