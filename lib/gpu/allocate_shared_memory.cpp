@@ -10,18 +10,47 @@
 #include "tritium/gpu/shared_memory.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tritium::gpu {
 
 namespace {
 
-/// Step 1 and 2. A buffer of another kind is one more case here: a value of
-/// a memory-descriptor type (ttg.local_alloc) is a buffer owned by its
-/// defining op, of its type's bytes, live over `live.valueRange(result)`
-/// (to its last use; through loops, the whole loop).
+/// Every value that names bytes of `alloc`'s buffer: its result and the
+/// results of ttg.memdesc_index ops taken of it (transitively).
+std::vector<Value *> memdescViews(Function &f, Operation *alloc) {
+  std::vector<Value *> views{alloc->result(0)};
+  std::set<Value *> seen(views.begin(), views.end());
+  // Program order: an index op comes after the value it indexes, so one
+  // walk finds every view.
+  f.walk([&](Operation *op) {
+    if (op->code() == OpCode::MemDescIndex && seen.count(op->operand(0)) &&
+        seen.insert(op->result(0)).second)
+      views.push_back(op->result(0));
+  });
+  return views;
+}
+
+/// Step 1 and 2. Two kinds of buffers:
+///  - scratch, used only while its op runs;
+///  - a memory descriptor (ttg.local_alloc): owned by its defining op, of
+///    every element of its type (all buffers of a multi-buffered one), live
+///    from its definition to its last use, a use of a ttg.memdesc_index of
+///    it included (through loops, the whole loop: Liveness).
 std::vector<SharedBuffer> collectBuffers(Function &f, const Liveness &live) {
   std::vector<SharedBuffer> buffers;
   f.walk([&](Operation *op) {
+    if (op->code() == OpCode::LocalAlloc) {
+      int64_t bytes = memdescBytes(op->result(0)->type());
+      LiveRange range = live.valueRange(op->result(0));
+      for (Value *v : memdescViews(f, op)) {
+        LiveRange r = live.valueRange(v);
+        range.begin = std::min(range.begin, r.begin);
+        range.end = std::max(range.end, r.end);
+      }
+      buffers.push_back({op, bytes, 0, range});
+      return;
+    }
     // Scratch is used only while its op runs.
     if (int64_t bytes = scratchBytes(f, *op))
       buffers.push_back({op, bytes, 0, live.opRange(*op)});

@@ -21,9 +21,30 @@
 //    stay, so the sets only grow and the iteration ends.
 // An existing gpu.barrier clears the pending set: running the pass twice
 // inserts nothing the second time.
+// 4. Memory descriptors: ttg.local_store writes the bytes of its buffer,
+//    ttg.local_load reads them, ttg.local_alloc with an initial value writes
+//    the whole allocation. A buffer's bytes are those its ttg.local_alloc
+//    was given; a ttg.memdesc_index picks one buffer of a multi-buffered
+//    allocation when its index is a constant, the whole allocation
+//    otherwise; a memdesc from anywhere else (a block argument) may be any
+//    byte of shared memory.
+// 5. Asynchronous copies (ttg.async_copy_global_to_local) write their
+//    buffer while later ops run, in groups as cp.async does: the copies
+//    since the last ttg.async_commit_group are uncommitted; a commit makes
+//    them the newest committed group (age 0) and ages the older ones; a
+//    ttg.async_wait {num = N} completes every committed group of age N or
+//    more. A copy in flight is not ordered by a barrier, so an op touching
+//    bytes one may still write is the producer's bug (a wait is missing): an
+//    InternalError naming the op and the copy. A completed copy is this
+//    thread's own write; other threads see it only after a barrier, so it
+//    becomes an ordinary pending write.
 #include "tritium/gpu/shared_memory.h"
 
+#include "tritium/gpu/conversion.h"
+
 #include <functional>
+#include <limits>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -42,7 +63,35 @@ struct Access {
     return lo < o.hi && o.lo < hi && (write || o.write);
   }
 };
-using Pending = std::set<Access>;
+/// A copy that may still be writing [lo, hi): uncommitted (age -1) or in the
+/// committed group of `age` (groups older than kMaxAge count as kMaxAge, so
+/// that loops reach a fixed point; a wait for more groups than that keeps
+/// them pending, which can only report more).
+struct AsyncWrite {
+  int64_t lo, hi;
+  int age;
+  int copy; // the copy's index in program order (deterministic sets)
+  bool operator<(const AsyncWrite &o) const {
+    return std::tie(lo, hi, age, copy) < std::tie(o.lo, o.hi, o.age, o.copy);
+  }
+  bool operator==(const AsyncWrite &o) const = default;
+};
+constexpr int kMaxAge = 16;
+
+/// What is unsynchronized at a program point.
+struct Pending {
+  std::set<Access> sync;        // cleared by a barrier
+  std::set<AsyncWrite> inFlight; // cleared only by async waits
+  bool operator==(const Pending &o) const = default;
+};
+
+/// The byte range of a memdesc value, and whether it is exact (a block
+/// argument's may be anywhere: conservative for barriers, never reported as
+/// a race with a copy).
+struct Bytes {
+  int64_t lo = 0, hi = 0;
+  bool known = false;
+};
 
 /// Step 1: what an op does to shared memory, in two parts around the
 /// barrier inside its lowering (when it has one).
@@ -52,8 +101,79 @@ struct Effects {
   std::vector<Access> last; // after it, left pending
 };
 
-Effects effectsOf(Function &f, const Operation &op) {
+/// Where each memdesc value lives (step 4), from the allocation's offsets.
+class MemDescBytes {
+public:
+  explicit MemDescBytes(Function &f) {
+    f.walk([&](Operation *op) {
+      if (op->code() == OpCode::LocalAlloc) {
+        int64_t offset = sharedOffset(*op);
+        if (offset < 0)
+          throw InternalError("insert-barriers: '" + std::string(op->name()) +
+                              "'" + at(*op) + " has no '" +
+                              kAllocationOffsetAttr +
+                              "' (run --allocate-shared-memory first)");
+        bytes_[op->result(0)] = {
+            offset, offset + memdescBytes(op->result(0)->type()), true};
+      } else if (op->code() == OpCode::MemDescIndex) {
+        bytes_[op->result(0)] = indexed(*op);
+      }
+    });
+  }
+
+  Bytes of(Value *v) const {
+    auto it = bytes_.find(v);
+    if (it != bytes_.end())
+      return it->second;
+    return {0, std::numeric_limits<int64_t>::max(), false};
+  }
+
+  static std::string at(const Operation &op) {
+    return op.loc().known() ? " at " + op.loc().str() : "";
+  }
+
+private:
+  std::map<Value *, Bytes> bytes_;
+
+  Bytes indexed(const Operation &op) const {
+    Bytes all = of(op.operand(0));
+    const Type *t = op.operand(0)->type();
+    Operation *def = op.operand(1)->definingOp();
+    if (!all.known || !t->isMultiBuffered() || !def ||
+        def->code() != OpCode::Constant)
+      return all;
+    auto it = def->attrs().find("value");
+    const int64_t *i = it == def->attrs().end()
+                           ? nullptr
+                           : std::get_if<int64_t>(&it->second);
+    if (!i || *i < 0 || *i >= t->numBuffers())
+      return all;
+    int64_t per = t->numElements() / t->numBuffers() *
+                  storageBytes(t->element());
+    return {all.lo + *i * per, all.lo + (*i + 1) * per, true};
+  }
+};
+
+Effects effectsOf(Function &f, const MemDescBytes &md, const Operation &op) {
   Effects e;
+  auto touch = [&](Value *m, bool write) {
+    Bytes b = md.of(m);
+    e.first.push_back({b.lo, b.hi, write});
+  };
+  switch (op.code()) {
+  case OpCode::LocalAlloc:
+    if (op.numOperands() > 0)
+      touch(op.result(0), true);
+    return e;
+  case OpCode::LocalStore:
+    touch(op.operand(1), true);
+    return e;
+  case OpCode::LocalLoad:
+    touch(op.operand(0), false);
+    return e;
+  default:
+    break;
+  }
   int64_t offset = sharedOffset(op);
   if (offset < 0)
     return e;
@@ -73,7 +193,14 @@ Effects effectsOf(Function &f, const Operation &op) {
 
 class BarrierInserter {
 public:
-  explicit BarrierInserter(Function &f) : f_(f) {}
+  explicit BarrierInserter(Function &f) : f_(f), md_(f) {
+    f.walk([&](Operation *op) {
+      if (op->code() == OpCode::AsyncCopyGlobalToLocal) {
+        copyIndex_[op] = (int)copies_.size();
+        copies_.push_back(op);
+      }
+    });
+  }
 
   /// Decides the barriers of the function (steps 2 and 3), then inserts
   /// them; returns how many.
@@ -89,10 +216,55 @@ public:
 
 private:
   Function &f_;
+  MemDescBytes md_;
+  std::map<const Operation *, int> copyIndex_;
+  std::vector<const Operation *> copies_;
   std::set<Operation *> before_; // ops that get a barrier before them
 
   static void join(Pending &into, const Pending &from) {
-    into.insert(from.begin(), from.end());
+    into.sync.insert(from.sync.begin(), from.sync.end());
+    into.inFlight.insert(from.inFlight.begin(), from.inFlight.end());
+  }
+
+  /// Step 5: touching bytes a copy may still write.
+  void checkInFlight(const Operation &op, const Access &a,
+                     const Pending &pending) {
+    // Bytes not known exactly (see Bytes) may, not must, overlap: only
+    // exact ranges are reported.
+    constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
+    if (a.hi == kUnknown)
+      return;
+    for (const AsyncWrite &w : pending.inFlight)
+      if (w.hi != kUnknown && a.lo < w.hi && w.lo < a.hi)
+        throw InternalError(
+            "insert-barriers: '" + std::string(op.name()) + "'" +
+            MemDescBytes::at(op) + " " + (a.write ? "writes" : "reads") +
+            " shared memory [" + std::to_string(a.lo) + ", " +
+            std::to_string(a.hi) + ") that the asynchronous copy" +
+            MemDescBytes::at(*copies_[w.copy]) +
+            " may still be writing (no ttg.async_wait completes it first)");
+  }
+
+  /// Step 5: commits and waits change only the copies in flight.
+  static Pending commit(Pending pending) {
+    std::set<AsyncWrite> next;
+    for (AsyncWrite w : pending.inFlight) {
+      w.age = std::min(w.age + 1, kMaxAge);
+      next.insert(w);
+    }
+    pending.inFlight = std::move(next);
+    return pending;
+  }
+  static Pending wait(Pending pending, int64_t num) {
+    std::set<AsyncWrite> still;
+    for (const AsyncWrite &w : pending.inFlight) {
+      if (w.age >= 0 && w.age >= num)
+        pending.sync.insert({w.lo, w.hi, true});
+      else
+        still.insert(w);
+    }
+    pending.inFlight = std::move(still);
+    return pending;
   }
 
   Pending walkBlock(Block &b, Pending pending) {
@@ -116,7 +288,21 @@ private:
   Pending walkOp(Operation &op, Pending pending) {
     switch (op.code()) {
     case OpCode::GPUBarrier:
-      return {};
+      // Copies in flight are not the barrier's to wait for.
+      pending.sync.clear();
+      return pending;
+    case OpCode::AsyncCommitGroup:
+      return commit(std::move(pending));
+    case OpCode::AsyncWait: {
+      auto it = op.attrs().find("num");
+      const int64_t *num =
+          it == op.attrs().end() ? nullptr : std::get_if<int64_t>(&it->second);
+      if (!num || *num < 0)
+        throw InternalError("insert-barriers: 'ttg.async_wait'" +
+                            MemDescBytes::at(op) +
+                            " needs a non-negative integer 'num'");
+      return wait(std::move(pending), *num);
+    }
     case OpCode::If: {
       Pending out = walkRegion(op.region(0), pending);
       if (op.numRegions() > 1 && !op.region(1).empty())
@@ -144,20 +330,36 @@ private:
     default:
       break;
     }
-    Effects e = effectsOf(f_, op);
+    Effects e = effectsOf(f_, md_, op);
+    // An asynchronous copy writes its buffer after every earlier access
+    // (WAR, WAW: the same barrier as a write), but stays in flight.
+    bool async = op.code() == OpCode::AsyncCopyGlobalToLocal;
+    Bytes copied;
+    if (async) {
+      copied = md_.of(op.operand(1));
+      e.first.push_back({copied.lo, copied.hi, true});
+    }
     bool conflict = before_.count(&op) > 0;
-    for (const Access &a : e.first)
-      for (const Access &p : pending)
+    for (const Access &a : e.first) {
+      checkInFlight(op, a, pending);
+      for (const Access &p : pending.sync)
         conflict = conflict || a.conflicts(p);
+    }
+    for (const Access &a : e.last)
+      checkInFlight(op, a, pending);
     if (conflict) {
       before_.insert(&op);
-      pending.clear();
+      pending.sync.clear();
+    }
+    if (async) {
+      pending.inFlight.insert({copied.lo, copied.hi, -1, copyIndex_.at(&op)});
+      return pending;
     }
     if (e.barrierInside)
-      pending.clear();
+      pending.sync.clear();
     else
-      pending.insert(e.first.begin(), e.first.end());
-    pending.insert(e.last.begin(), e.last.end());
+      pending.sync.insert(e.first.begin(), e.first.end());
+    pending.sync.insert(e.last.begin(), e.last.end());
     return pending;
   }
 

@@ -65,6 +65,14 @@ int64_t atomicScratchBytes(Function &f, const Operation &op) {
   return t->numElements() * storageBytes(t->element());
 }
 
+int64_t memdescBytes(const Type *memdesc) {
+  if (!memdesc->isMemDesc())
+    throw InternalError("memdescBytes: '" + memdesc->str() +
+                        "' is not a memory descriptor");
+  int64_t bytes = memdesc->numElements() * storageBytes(memdesc->element());
+  return (bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+}
+
 int64_t scratchBytes(Function &f, const Operation &op) {
   bool maybe = op.hasTrait(MOVE) || op.code() == OpCode::Reduce ||
                op.code() == OpCode::AtomicRMW ||

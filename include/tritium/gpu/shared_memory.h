@@ -5,8 +5,8 @@
 //  - scratch: memory an op uses only while it runs, to move data between
 //    threads (a reduction across warps, a data movement op whose elements
 //    change threads, the result of an atomic held by several threads);
-//  - (a memory-descriptor value, once the IR has them: live from its
-//    definition to its last use.)
+//  - a memory-descriptor value (ttg.local_alloc): live from its definition
+//    to its last use (a ttg.memdesc_index of it counts).
 // Two passes turn that into plain facts on the IR, which the PTX emitter
 // only prints:
 //  - where shared memory gets its offsets: --allocate-shared-memory
@@ -40,6 +40,9 @@ int64_t reduceScratchBytes(const Operation &reduce);
 /// Scratch bytes an atomic needs to give its result to every thread that
 /// holds it (zero when unused or held by one thread).
 int64_t atomicScratchBytes(Function &f, const Operation &atomic);
+/// Bytes of a `!ttg.memdesc` type: every element of every buffer, rounded
+/// up to kSharedAlignment.
+int64_t memdescBytes(const Type *memdesc);
 /// Scratch bytes of any op (zero for ops that need none), rounded up to
 /// kSharedAlignment.
 int64_t scratchBytes(Function &f, const Operation &op);
@@ -56,8 +59,11 @@ struct SharedMemoryPlan {
 };
 
 /// `--allocate-shared-memory`: gives every buffer of `f` an offset.
-///  1. Buffers: the scratch of each op that needs any (scratchBytes).
-///  2. Live ranges (Liveness): a scratch buffer is live while its op runs.
+///  1. Buffers: the scratch of each op that needs any (scratchBytes), and
+///     the memory of each ttg.local_alloc (memdescBytes).
+///  2. Live ranges (Liveness): a scratch buffer is live while its op runs, a
+///     local_alloc's from its definition to its last use (a use of a
+///     ttg.memdesc_index of it included).
 ///  3. Largest first, each buffer takes the lowest 16-byte aligned offset
 ///     where it overlaps no placed buffer live at the same time; buffers
 ///     never live together may share bytes.
@@ -80,7 +86,10 @@ void allocateSharedMemory(Module &m, int64_t limitBytes,
 /// shared-memory accesses conflict with those of an earlier op still
 /// unsynchronized (a write after another thread's read, or a read or write
 /// after another thread's write), using the allocation's offsets: buffers
-/// with disjoint bytes never need one. See insert_barriers.cpp.
+/// with disjoint bytes never need one. Memory descriptors count by the
+/// bytes of their ttg.local_alloc; an access to bytes an asynchronous copy
+/// may still write (no ttg.async_wait completed its group) is an
+/// InternalError naming the op and the copy. See insert_barriers.cpp.
 /// Counters: gpu.barriers-inserted.
 void insertBarriers(Module &m, PassStats &stats);
 
