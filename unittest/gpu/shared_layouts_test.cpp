@@ -105,10 +105,13 @@ void checkAgainstBruteForce(const LinearLayout &ll,
 
 void checkSwizzled(int64_t vec, int64_t perPhase, int64_t maxPhase,
                    std::vector<int64_t> order, std::vector<int64_t> shape) {
+  // Any rank (the rank-1 case has no shape[1]).
+  std::string dims;
+  for (int64_t s : shape)
+    dims += (dims.empty() ? "" : "x") + std::to_string(s);
   SCOPED_TRACE("swizzled vec=" + std::to_string(vec) +
                " perPhase=" + std::to_string(perPhase) +
-               " maxPhase=" + std::to_string(maxPhase) + " shape " +
-               std::to_string(shape[0]) + "x" + std::to_string(shape[1]));
+               " maxPhase=" + std::to_string(maxPhase) + " shape " + dims);
   auto *l = SwizzledSharedLayout::get(vec, perPhase, maxPhase, order);
   checkAgainstBruteForce(l->toLinear(shape), shape, [&](const Coord &c) {
     return swizzledOffset(c, shape, vec, perPhase, maxPhase, order);
