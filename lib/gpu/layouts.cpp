@@ -1,6 +1,8 @@
 // Blocked, slice and linear layouts: construction, interning, text form and
 // their linear maps.
 #include "tritium/gpu/layouts.h"
+
+#include "layout_text.h"
 #include "tritium/gpu/mma_layouts.h"
 #include "tritium/gpu/shared_layouts.h"
 #include "tritium/ir/printer.h"
@@ -24,27 +26,6 @@ std::string listStr(const std::vector<int64_t> &v) {
   return os.str();
 }
 
-/// Interned layouts, keyed by their text (which says everything about them).
-/// Never freed: types hold raw pointers to them for the life of the process.
-struct LayoutTable {
-  std::mutex mu;
-  std::map<std::string, std::unique_ptr<GPULayout>> byText;
-
-  static LayoutTable &get() {
-    static LayoutTable *t = new LayoutTable();
-    return *t;
-  }
-
-  template <class T> const T *intern(std::unique_ptr<T> l) {
-    std::string key = l->str();
-    std::lock_guard<std::mutex> g(mu);
-    auto &slot = byText[key];
-    if (!slot)
-      slot = std::move(l);
-    return static_cast<const T *>(slot.get());
-  }
-};
-
 Basis unit(int rank, int d, int64_t v) {
   Basis b(rank, 0);
   b[d] = v;
@@ -64,7 +45,7 @@ void checkShape(const GPULayout &l, const std::vector<int64_t> &shape) {
 } // namespace
 
 const GPULayout *internLayout(std::unique_ptr<GPULayout> l) {
-  return LayoutTable::get().intern(std::move(l));
+  return InternTable<GPULayout>::get().intern(std::move(l));
 }
 
 // ---------------------------------------------------------------------------
@@ -80,7 +61,7 @@ const BlockedLayout *BlockedLayout::get(std::vector<int64_t> sizePerThread,
   l->threadsPerWarp = std::move(threadsPerWarp);
   l->warpsPerCTA = std::move(warpsPerCTA);
   l->order = std::move(order);
-  return LayoutTable::get().intern(std::move(l));
+  return InternTable<GPULayout>::get().intern(std::move(l));
 }
 
 const BlockedLayout *BlockedLayout::forShape(const std::vector<int64_t> &shape,
@@ -173,7 +154,7 @@ const SliceLayout *SliceLayout::get(int dim, const GPULayout *parent) {
   std::unique_ptr<SliceLayout> l(new SliceLayout());
   l->dim = dim;
   l->parent = parent;
-  return LayoutTable::get().intern(std::move(l));
+  return InternTable<GPULayout>::get().intern(std::move(l));
 }
 
 LinearLayout SliceLayout::toLinear(const std::vector<int64_t> &shape) const {
@@ -213,7 +194,7 @@ std::string SliceLayout::str() const {
 const LinearEncoding *LinearEncoding::get(const LinearLayout &ll) {
   std::unique_ptr<LinearEncoding> l(new LinearEncoding());
   l->ll = ll;
-  return LayoutTable::get().intern(std::move(l));
+  return InternTable<GPULayout>::get().intern(std::move(l));
 }
 
 LinearLayout LinearEncoding::toLinear(const std::vector<int64_t> &shape) const {
@@ -287,65 +268,6 @@ const GPULayout *permuteLayout(const GPULayout *l,
 namespace tritium::gpu {
 
 namespace {
-
-struct LayoutLexer {
-  const std::string &s;
-  size_t p;
-  void ws() {
-    while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\t'))
-      ++p;
-  }
-  bool eat(const std::string &t) {
-    ws();
-    if (s.compare(p, t.size(), t) != 0)
-      return false;
-    p += t.size();
-    return true;
-  }
-  bool integer(int64_t &v) {
-    ws();
-    size_t q = p;
-    if (q < s.size() && s[q] == '-')
-      ++q;
-    size_t digits = q;
-    while (q < s.size() && s[q] >= '0' && s[q] <= '9')
-      ++q;
-    if (q == digits)
-      return false;
-    v = std::stoll(s.substr(p, q - p));
-    p = q;
-    return true;
-  }
-  bool list(std::vector<int64_t> &out) {
-    out.clear();
-    if (!eat("["))
-      return false;
-    if (eat("]"))
-      return true;
-    do {
-      int64_t v;
-      if (!integer(v))
-        return false;
-      out.push_back(v);
-    } while (eat(","));
-    return eat("]");
-  }
-  bool listOfLists(std::vector<Basis> &out) {
-    out.clear();
-    if (!eat("["))
-      return false;
-    if (eat("]"))
-      return true;
-    do {
-      Basis b;
-      if (!list(b))
-        return false;
-      out.push_back(b);
-    } while (eat(","));
-    return eat("]");
-  }
-  bool field(const std::string &name) { return eat(name) && eat("="); }
-};
 
 const GPULayout *parseAt(LayoutLexer &lx, const std::vector<int64_t> &shape,
                          int depth) {

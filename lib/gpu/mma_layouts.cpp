@@ -2,6 +2,8 @@
 // and their linear maps (see mma_layouts.h for the fragments).
 #include "tritium/gpu/mma_layouts.h"
 
+#include "layout_text.h"
+
 #include <memory>
 #include <sstream>
 
@@ -227,57 +229,22 @@ std::string DotOperandLayout::str() const {
 
 namespace {
 
-struct Lexer {
-  const std::string &s;
-  size_t p;
-  void ws() {
-    while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\t'))
-      ++p;
-  }
-  bool eat(const std::string &t) {
-    ws();
-    if (s.compare(p, t.size(), t) != 0)
-      return false;
-    p += t.size();
-    return true;
-  }
-  bool integer(int64_t &v) {
-    ws();
-    size_t q = p;
-    while (q < s.size() && s[q] >= '0' && s[q] <= '9' && q - p < 9)
-      ++q;
-    if (q == p)
-      return false;
-    v = std::stoll(s.substr(p, q - p));
-    p = q;
-    return true;
-  }
-  bool field(const std::string &name, int64_t &v) {
-    return eat(name) && eat("=") && integer(v);
-  }
-  bool list(const std::string &name, std::vector<int64_t> &out) {
-    out.clear();
-    if (!(eat(name) && eat("=") && eat("[")))
-      return false;
-    if (eat("]"))
-      return true;
-    do {
-      int64_t v;
-      if (!integer(v))
-        return false;
-      out.push_back(v);
-    } while (eat(","));
-    return eat("]");
-  }
-};
+// `name = n` with n in [0, 2^31), and `name = [...]`.
+bool intField(LayoutLexer &lx, const std::string &name, int64_t &v) {
+  return lx.field(name) && lx.smallInt(v);
+}
+bool listField(LayoutLexer &lx, const std::string &name,
+               std::vector<int64_t> &out) {
+  return lx.field(name) && lx.list(out);
+}
 
-const NvidiaMmaLayout *parseMma(Lexer &lx) {
+const NvidiaMmaLayout *parseMma(LayoutLexer &lx) {
   int64_t major, minor;
   std::vector<int64_t> warps, instr;
-  if (!(lx.eat("#ttg.nvidia_mma<{") && lx.field("versionMajor", major) &&
-        lx.eat(",") && lx.field("versionMinor", minor) && lx.eat(",") &&
-        lx.list("warpsPerCTA", warps) && lx.eat(",") &&
-        lx.list("instrShape", instr) && lx.eat("}>")))
+  if (!(lx.eat("#ttg.nvidia_mma<{") && intField(lx, "versionMajor", major) &&
+        lx.eat(",") && intField(lx, "versionMinor", minor) && lx.eat(",") &&
+        listField(lx, "warpsPerCTA", warps) && lx.eat(",") &&
+        listField(lx, "instrShape", instr) && lx.eat("}>")))
     return nullptr;
   // A combination without an instruction is malformed text, not a crash.
   try {
@@ -290,14 +257,14 @@ const NvidiaMmaLayout *parseMma(Lexer &lx) {
 } // namespace
 
 const GPULayout *parseMmaLayout(const std::string &text, size_t &pos) {
-  Lexer lx{text, pos};
+  LayoutLexer lx{text, pos};
   const GPULayout *l = nullptr;
   if (lx.eat("#ttg.dot_op<{")) {
     int64_t opIdx, kWidth;
     const NvidiaMmaLayout *parent = nullptr;
-    if (lx.field("opIdx", opIdx) && lx.eat(",") && lx.eat("parent") &&
+    if (intField(lx, "opIdx", opIdx) && lx.eat(",") && lx.eat("parent") &&
         lx.eat("=") && (parent = parseMma(lx)) && lx.eat(",") &&
-        lx.field("kWidth", kWidth) && lx.eat("}>")) {
+        intField(lx, "kWidth", kWidth) && lx.eat("}>")) {
       try {
         l = DotOperandLayout::get((int)opIdx, parent, (int)kWidth);
       } catch (const InternalError &) {

@@ -2,6 +2,8 @@
 // their linear maps (see shared_layouts.h for what each stores where).
 #include "tritium/gpu/shared_layouts.h"
 
+#include "layout_text.h"
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -10,26 +12,6 @@
 namespace tritium::gpu {
 
 namespace {
-
-/// Interned shared layouts, keyed by their text. Never freed.
-struct SharedLayoutTable {
-  std::mutex mu;
-  std::map<std::string, std::unique_ptr<SharedLayout>> byText;
-
-  static SharedLayoutTable &get() {
-    static SharedLayoutTable *t = new SharedLayoutTable();
-    return *t;
-  }
-
-  template <class T> const T *intern(std::unique_ptr<T> l) {
-    std::string key = l->str();
-    std::lock_guard<std::mutex> g(mu);
-    auto &slot = byText[key];
-    if (!slot)
-      slot = std::move(l);
-    return static_cast<const T *>(slot.get());
-  }
-};
 
 Basis unit(int rank, int d, int64_t v) {
   Basis b(rank, 0);
@@ -84,7 +66,7 @@ SwizzledSharedLayout::get(int64_t vec, int64_t perPhase, int64_t maxPhase,
   l->perPhase = perPhase;
   l->maxPhase = maxPhase;
   l->order = std::move(order);
-  return SharedLayoutTable::get().intern(std::move(l));
+  return InternTable<SharedLayout>::get().intern(std::move(l));
 }
 
 LinearLayout
@@ -148,7 +130,7 @@ const NVMMASharedLayout *NVMMASharedLayout::get(int64_t swizzlingByteWidth,
   l->swizzlingByteWidth = swizzlingByteWidth;
   l->transposed = transposed;
   l->elementBitWidth = elementBitWidth;
-  return SharedLayoutTable::get().intern(std::move(l));
+  return InternTable<SharedLayout>::get().intern(std::move(l));
 }
 
 LinearLayout
@@ -202,48 +184,13 @@ NVMMASharedLayout::checkMemDesc(const Type *element,
 
 namespace {
 
-struct Lexer {
-  const std::string &s;
-  size_t p;
-  void ws() {
-    while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\t'))
-      ++p;
-  }
-  bool eat(const std::string &t) {
-    ws();
-    if (s.compare(p, t.size(), t) != 0)
-      return false;
-    p += t.size();
-    return true;
-  }
-  bool integer(int64_t &v) {
-    ws();
-    size_t q = p;
-    while (q < s.size() && q - p < 18 && s[q] >= '0' && s[q] <= '9')
-      ++q;
-    if (q == p)
-      return false;
-    v = std::stoll(s.substr(p, q - p));
-    p = q;
-    return true;
-  }
-  bool boolean(bool &v) {
-    if (eat("true"))
-      return v = true, true;
-    if (eat("false"))
-      return v = false, true;
-    return false;
-  }
-  bool field(const std::string &name) { return eat(name) && eat("="); }
-};
-
-const SharedLayout *parseAt(Lexer &lx) {
+const SharedLayout *parseAt(LayoutLexer &lx) {
   if (lx.eat("#ttg.swizzled_shared<{")) {
     int64_t vec, perPhase, maxPhase;
     std::vector<int64_t> order;
-    if (!(lx.field("vec") && lx.integer(vec) && lx.eat(",") &&
-          lx.field("perPhase") && lx.integer(perPhase) && lx.eat(",") &&
-          lx.field("maxPhase") && lx.integer(maxPhase) && lx.eat(",") &&
+    if (!(lx.field("vec") && lx.smallInt(vec) && lx.eat(",") &&
+          lx.field("perPhase") && lx.smallInt(perPhase) && lx.eat(",") &&
+          lx.field("maxPhase") && lx.smallInt(maxPhase) && lx.eat(",") &&
           lx.field("order") && lx.eat("[")))
       return nullptr;
     if (!lx.eat("]")) {
@@ -267,9 +214,9 @@ const SharedLayout *parseAt(Lexer &lx) {
   if (lx.eat("#ttg.nvmma_shared<{")) {
     int64_t width, bits;
     bool transposed;
-    if (!(lx.field("swizzlingByteWidth") && lx.integer(width) && lx.eat(",") &&
+    if (!(lx.field("swizzlingByteWidth") && lx.smallInt(width) && lx.eat(",") &&
           lx.field("transposed") && lx.boolean(transposed) && lx.eat(",") &&
-          lx.field("elementBitWidth") && lx.integer(bits) && lx.eat("}>")))
+          lx.field("elementBitWidth") && lx.smallInt(bits) && lx.eat("}>")))
       return nullptr;
     try {
       return NVMMASharedLayout::get(width, transposed, bits);
@@ -283,7 +230,7 @@ const SharedLayout *parseAt(Lexer &lx) {
 } // namespace
 
 const SharedLayout *parseSharedLayout(const std::string &text, size_t &pos) {
-  Lexer lx{text, pos};
+  LayoutLexer lx{text, pos};
   const SharedLayout *l = parseAt(lx);
   if (l)
     pos = lx.p;

@@ -429,25 +429,8 @@ private:
     std::string id = parseIdent("type");
     if (id == "tensor") {
       expect('<', "after 'tensor'");
-      std::vector<int64_t> shape;
-      int64_t elements = 1;
-      while (std::isdigit((unsigned char)peek())) {
-        size_t dimPos = pos_;
-        int64_t d = parseInt("dimension");
-        if (d <= 0)
-          errorAt(dimPos, "tensor dimensions must be positive");
-        // Bounded so that element counts (and byte sizes) never overflow.
-        if (d > kMaxTensorElements / elements)
-          errorAt(dimPos, "a tensor has at most 2^31 elements");
-        elements *= d;
-        shape.push_back(d);
-        if (cur() != 'x')
-          error("expected 'x' after tensor dimension, found " + describeNext());
-        ++pos_;
-      }
+      std::vector<int64_t> shape = parseDims("tensor");
       size_t elemPos = (skipWs(), pos_);
-      if (shape.empty())
-        error("expected tensor dimension, found " + describeNext());
       const Type *elem = parseType();
       if (elem->isTensor())
         errorAt(elemPos, "tensor element type must be a scalar or pointer");
@@ -463,27 +446,37 @@ private:
     return Type::scalar(*dt);
   }
 
-  /// `<3x128x64xf16, #layout[, mutable]>` after `!ttg.memdesc`.
-  const Type *parseMemDescBody(size_t start) {
-    expect('<', "after '!ttg.memdesc'");
+  /// The `4x8x` of a tensor or memdesc type (`what` names it in errors):
+  /// at least one positive dim, each followed by 'x', at most 2^31 elements
+  /// in all (so that element counts and byte sizes never overflow).
+  std::vector<int64_t> parseDims(const std::string &what) {
     std::vector<int64_t> shape;
     int64_t elements = 1;
     while (std::isdigit((unsigned char)peek())) {
       size_t dimPos = pos_;
       int64_t d = parseInt("dimension");
       if (d <= 0)
-        errorAt(dimPos, "memdesc dimensions must be positive");
+        errorAt(dimPos, what + " dimensions must be positive");
       if (d > kMaxTensorElements / elements)
-        errorAt(dimPos, "a memdesc has at most 2^31 elements");
+        errorAt(dimPos, "a " + what + " has at most 2^31 elements");
       elements *= d;
       shape.push_back(d);
       if (cur() != 'x')
-        error("expected 'x' after memdesc dimension, found " + describeNext());
+        error("expected 'x' after " + what + " dimension, found " +
+              describeNext());
       ++pos_;
     }
-    size_t elemPos = (skipWs(), pos_);
+    skipWs();
     if (shape.empty())
-      error("expected memdesc dimension, found " + describeNext());
+      error("expected " + what + " dimension, found " + describeNext());
+    return shape;
+  }
+
+  /// `<3x128x64xf16, #layout[, mutable]>` after `!ttg.memdesc`.
+  const Type *parseMemDescBody(size_t start) {
+    expect('<', "after '!ttg.memdesc'");
+    std::vector<int64_t> shape = parseDims("memdesc");
+    size_t elemPos = (skipWs(), pos_);
     const Type *elem = parseType();
     if (!elem->isScalar())
       errorAt(elemPos, "memdesc element type must be a scalar type, not " +

@@ -399,7 +399,14 @@ TEST(MmaLayouts, TextFormsFollowTritonAndParseBack) {
         "#ttg.dot_op<{opIdx = 0, parent = #ttg.blocked<{sizePerThread = [1, "
         "1], threadsPerWarp = [4, 8], warpsPerCTA = [2, 2], order = [1, 0]}>, "
         "kWidth = 2}>",
-        "#ttg.dot_op<{opIdx = 3, parent = " + p->str() + ", kWidth = 2}>"}) {
+        "#ttg.dot_op<{opIdx = 3, parent = " + p->str() + ", kWidth = 2}>",
+        // kWidth 2^32 + 2 must not wrap to 2 when it becomes an int.
+        "#ttg.dot_op<{opIdx = 0, parent = " + p->str() +
+            ", kWidth = 4294967298}>",
+        "#ttg.dot_op<{opIdx = -1, parent = " + p->str() + ", kWidth = 2}>",
+        // 30 digits: malformed text, not std::out_of_range.
+        "#ttg.blocked<{sizePerThread = [100000000000000000000000000000, "
+        "1], threadsPerWarp = [4, 8], warpsPerCTA = [2, 2], order = [1, 0]}>"}) {
     size_t pos = 0;
     EXPECT_EQ(parseLayout(bad, pos, {64, 64}), nullptr) << bad;
     EXPECT_EQ(pos, 0u);
