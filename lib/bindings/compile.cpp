@@ -168,11 +168,15 @@ void bindCompile(py::module_ &m) {
       "compile_to_ptx",
       [](std::shared_ptr<Module> mod, const std::string &kernel, const std::string &target,
          int numWarps, int numStages, bool boundsCheck, bool enableFpFusion, bool tilePasses,
-         bool ptxas, bool verifyEach) {
+         bool ptxas, bool verifyEach, bool gpuIR) {
+        if (gpuIR && tilePasses)
+          throw py::value_error("compile_to_ptx: gpu_ir and tile_passes exclude each other");
         CompileJob job;
         job.module = std::move(mod);
         job.kernel = kernel;
-        job.input = tilePasses ? PipelineInput::TileIR : PipelineInput::OptimizedTileIR;
+        job.input = gpuIR        ? PipelineInput::GPUIR
+                    : tilePasses ? PipelineInput::TileIR
+                                 : PipelineInput::OptimizedTileIR;
         job.opts = makeOptions(target, numWarps, numStages, boundsCheck);
         job.opts.enableFpFusion = enableFpFusion;
         job.opts.assemble = ptxas;
@@ -188,7 +192,7 @@ void bindCompile(py::module_ &m) {
       py::arg("module"), py::arg("kernel"), py::arg("target") = "sm_90a",
       py::arg("num_warps") = 4, py::arg("num_stages") = 3, py::arg("bounds_check") = false,
       py::kw_only(), py::arg("enable_fp_fusion") = true, py::arg("tile_passes") = false,
-      py::arg("ptxas") = false, py::arg("verify_each") = false,
+      py::arg("ptxas") = false, py::arg("verify_each") = false, py::arg("gpu_ir") = false,
       "The whole GPU compile of `kernel` (compileKernel): tile IR after the default "
       "pipeline (tile_passes=True: as built, the tile passes run first) -> GPU IR -> PTX "
       "for `target`, and with ptxas=True the cubin. Returns dict(name, gir, ptx, "
@@ -197,7 +201,9 @@ void bindCompile(py::module_ &m) {
       "with tile_passes; with bounds_check, the PTX checks every global access (see "
       "docs/gpu-debug.md) and the dict has bounds_check=dict(hidden_params=[(kind, "
       "name)], sites=[(kind, param, elem_bytes, file, line, col)], unchecked, "
-      "record_bytes). verify_each: run the verifier after every pass.");
+      "record_bytes). verify_each: run the verifier after every pass. gpu_ir=True: the "
+      "module is GPU IR (every tensor has a layout, e.g. hand-written text): only the "
+      "shared-memory passes and emission run.");
 
   m.def(
       "compile_batch",

@@ -51,6 +51,14 @@ TEST(OpCoverage, RefusalsAreTheKnownOnes) {
   EXPECT_EQ(nvidia::ptxSupport(OpCode::Tanh), S::Handled);
   EXPECT_EQ(nvidia::ptxSupport(OpCode::Trans), S::Handled);
   EXPECT_EQ(nvidia::ptxSupport(OpCode::PtrToInt), S::Handled);
+  // Shared-memory values, async copies and mbarriers (emit_shared.cpp).
+  for (OpCode c : {OpCode::LocalAlloc, OpCode::LocalDealloc, OpCode::LocalLoad,
+                   OpCode::LocalStore, OpCode::MemDescIndex,
+                   OpCode::AsyncCopyGlobalToLocal, OpCode::AsyncCommitGroup,
+                   OpCode::AsyncWait, OpCode::InitBarrier,
+                   OpCode::BarrierExpect, OpCode::ArriveBarrier,
+                   OpCode::WaitBarrier})
+    EXPECT_EQ(nvidia::ptxSupport(c), S::Handled) << opInfo(c).name;
 }
 
 } // namespace

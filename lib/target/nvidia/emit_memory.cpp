@@ -12,14 +12,10 @@
 
 namespace tritium::nvidia {
 
-namespace {
-
-int64_t dim0Component(const gpu::Basis &b, int d0) { return b[d0]; }
-
 /// Elements per access for a tensor of pointers. Any linear layout: with
 /// every other basis a multiple of the vector along d0, XORing them keeps
 /// the vector's elements consecutive and aligned.
-int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
+int globalVectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   const Type *pt = ptr->type();
   if (!pt->isTensor())
     return 1;
@@ -59,11 +55,11 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   auto aligned = [&](int64_t v) {
     int bits = log2Exact(v);
     for (size_t i = bits; i < ll.reg().size(); ++i)
-      if (dim0Component(ll.reg()[i], d0) % v)
+      if (ll.reg()[i][d0] % v)
         return false;
     for (const auto *set : {&ll.lane(), &ll.warp()})
       for (const gpu::Basis &b : *set)
-        if (dim0Component(b, d0) % v)
+        if (b[d0] % v)
           return false;
     return true;
   };
@@ -72,39 +68,6 @@ int vectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb) {
   if (eb < 4 && v * eb < 4)
     v = 1; // sub-word elements only in whole 32-bit words
   return (int)v;
-}
-
-std::string list(const Regs &r) {
-  if (r.size() == 1)
-    return r[0];
-  std::string s = "{";
-  for (size_t k = 0; k < r.size(); ++k)
-    s += (k ? ", " : "") + r[k];
-  return s + "}";
-}
-
-bool isBool(const Type *elem) {
-  return elem->isScalar() && elem->dtype() == DType::I1;
-}
-
-std::string zeroOf(RC c) {
-  switch (c) {
-  case RC::F32:
-    return "0f00000000";
-  case RC::F64:
-    return "0d0000000000000000";
-  default:
-    return "0";
-  }
-}
-
-/// An element as its register in memory form (i1 -> 0/1 in 16 bits).
-std::string memValue(Emitter &e, const Type *elem, const std::string &r) {
-  if (!isBool(elem))
-    return r;
-  std::string b = e.reg(RC::B16);
-  e.ins("selp.u16 " + b + ", 1, 0, " + r);
-  return b;
 }
 
 /// Packs sub-word elements (in 16-bit registers) into one 32-bit word.
@@ -142,6 +105,41 @@ Regs unpackWord(Emitter &e, const std::string &w, int64_t eb, bool signedByte) {
   return out;
 }
 
+namespace {
+
+std::string list(const Regs &r) {
+  if (r.size() == 1)
+    return r[0];
+  std::string s = "{";
+  for (size_t k = 0; k < r.size(); ++k)
+    s += (k ? ", " : "") + r[k];
+  return s + "}";
+}
+
+bool isBool(const Type *elem) {
+  return elem->isScalar() && elem->dtype() == DType::I1;
+}
+
+std::string zeroOf(RC c) {
+  switch (c) {
+  case RC::F32:
+    return "0f00000000";
+  case RC::F64:
+    return "0d0000000000000000";
+  default:
+    return "0";
+  }
+}
+
+/// An element as its register in memory form (i1 -> 0/1 in 16 bits).
+std::string memValue(Emitter &e, const Type *elem, const std::string &r) {
+  if (!isBool(elem))
+    return r;
+  std::string b = e.reg(RC::B16);
+  e.ins("selp.u16 " + b + ", 1, 0, " + r);
+  return b;
+}
+
 std::string cacheSuffix(const Operation &op, bool isLoad) {
   std::string s;
   if (op.hasAttr("cache") &&
@@ -176,7 +174,7 @@ void emitLoad(Emitter &e, Operation &op) {
   Value *other = op.numOperands() > 2 ? op.operand(2) : nullptr;
   const Type *elem = op.result(0)->type()->scalarType();
   int64_t eb = gpu::storageBytes(elem);
-  int v = vectorWidth(e, ptr, mask, eb);
+  int v = globalVectorWidth(e, ptr, mask, eb);
   int n = Emitter::numRegs(op.result(0)->type());
   const Regs &pr = e.regs(ptr);
   const Regs *mr = mask ? &e.regs(mask) : nullptr;
@@ -265,7 +263,7 @@ void emitStore(Emitter &e, Operation &op) {
   Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
   const Type *elem = val->type()->scalarType();
   int64_t eb = gpu::storageBytes(elem);
-  int v = vectorWidth(e, ptr, mask, eb);
+  int v = globalVectorWidth(e, ptr, mask, eb);
   int n = Emitter::numRegs(val->type());
   const Regs &pr = e.regs(ptr), &vr = e.regs(val);
   const Regs *mr = mask ? &e.regs(mask) : nullptr;

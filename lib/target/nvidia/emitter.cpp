@@ -21,6 +21,8 @@ const char *kDecl[kNumRC] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
 RC regClass(const Type *t) {
   if (t->isPointer())
     return RC::B64;
+  if (t->isMemDesc())
+    return RC::B32; // a shared-memory address
   switch (t->dtype()) {
   case DType::I1:
     return RC::Pred;
@@ -85,6 +87,8 @@ void Emitter::bind(Value *v, Regs r) {
 }
 
 int Emitter::numRegs(const Type *t) {
+  if (t->isToken())
+    return 0;
   if (!t->isTensor())
     return 1;
   return gpu::linearOf(t).numRegs();
@@ -144,7 +148,14 @@ std::string Emitter::threadLinear(const Type *t,
     }
     return f;
   };
-  std::vector<int64_t> fl = values(ll.lane()), fw = values(ll.warp());
+  return threadValue(key, values(ll.lane()), values(ll.warp()), additive);
+}
+
+std::string Emitter::threadValue(const std::string &key,
+                                 std::vector<int64_t> fl,
+                                 std::vector<int64_t> fw, bool additive) {
+  if (auto it = threadLinearCache_.find(key); it != threadLinearCache_.end())
+    return it->second;
   // The bits whose values overlap an earlier one's are XORed in afterwards;
   // the others add (sum == XOR where no two share a bit).
   std::vector<int64_t> xl(fl.size(), 0), xw(fw.size(), 0);
@@ -217,6 +228,11 @@ Emitter::threadLinearAt(const Type *t, const std::vector<int64_t> &w,
   for (const std::string &dim : {gpu::kLane, gpu::kWarp})
     for (const gpu::Basis &b : f.bases(dim))
       mask |= uint64_t(b[0]);
+  return xorSplit(thr, mask, regPart);
+}
+
+std::pair<std::string, int64_t>
+Emitter::xorSplit(const std::string &thr, uint64_t mask, int64_t regPart) {
   // value = thread ^ regPart = (thread ^ (regPart & mask)) + (regPart &
   // ~mask): the first part has only mask bits, the second none.
   int64_t overlap = regPart & int64_t(mask);
@@ -413,6 +429,7 @@ enum class PtxFamily {
   Reduce,
   ControlFlow,
   Tensor,
+  Shared, // memdescs, async copies, mbarriers (emit_shared.cpp)
   Return,
   Terminator, // scf.yield, scf.condition: the parent op copies the operands
   Barrier,    // gpu.barrier: emitBlock prints it (it looks at the next op)
@@ -466,10 +483,8 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::Assert:
     return PtxFamily::Rejected;
   default:
-    // Shared-memory values, async copies and mbarriers are IR the
-    // tensor-core passes will create; their PTX lowering comes with them.
     if ((traits & SHARED) || c == OpCode::MemDescIndex)
-      return PtxFamily::Rejected;
+      return PtxFamily::Shared;
     return PtxFamily::None;
   }
 }
@@ -486,11 +501,6 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::Call:
     e.internalError(op, "survived inlining");
   default:
-    if ((opInfo(op.code()).traits & SHARED) ||
-        op.code() == OpCode::MemDescIndex)
-      e.internalError(op, "has no PTX lowering yet (shared-memory values, "
-                          "async copies and mbarriers are lowered with the "
-                          "tensor-core passes that create them)");
     e.internalError(op, "is refused by the PTX emitter without a reason");
   }
 }
@@ -528,6 +538,9 @@ void Emitter::emitOp(Operation &op) {
     break;
   case PtxFamily::Tensor:
     done = emitTensorOp(*this, op);
+    break;
+  case PtxFamily::Shared:
+    done = emitShared(*this, op);
     break;
   case PtxFamily::Return:
     ins("ret");

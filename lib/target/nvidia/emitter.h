@@ -15,7 +15,11 @@
 // arithmetic, comparisons, select, math), emit_convert.cpp (casts),
 // emit_memory.cpp (loads, stores, atomics), emit_reduce.cpp,
 // emit_control_flow.cpp (scf.for/if/while), emit_tensor.cpp (constants,
-// program ids, make_range, splat and the data movement ops).
+// program ids, make_range, splat and the data movement ops), emit_shared.cpp
+// (memory descriptors, async copies, mbarriers).
+//
+// A `!ttg.memdesc` value is one .b32 %r: the shared-memory address of its
+// buffer. A `!ttg.async.token` has no register.
 #pragma once
 
 #include "tritium/analysis/axis_info.h"
@@ -90,6 +94,19 @@ public:
   /// disjoint bits: today's immediate offsets).
   std::pair<std::string, int64_t>
   threadLinearAt(const Type *t, const std::vector<int64_t> &w, int64_t regPart);
+  /// The XOR over the set bits of this thread's lane and warp ids of
+  /// laneValues[i] / warpValues[i] (their sum where `additive`): a prologue
+  /// register, cached under `key`. threadLinear's engine; shared-memory
+  /// offsets (emit_shared.cpp) call it with the bases of a composed map.
+  std::string threadValue(const std::string &key,
+                          std::vector<int64_t> laneValues,
+                          std::vector<int64_t> warpValues, bool additive);
+  /// thread ^ regPart as {a register, an immediate} whose sum it is, where
+  /// `thr` holds the thread's part and `mask` the bits it may use: the
+  /// bits of regPart inside the mask are XORed into a (cached prologue)
+  /// register, the others are the immediate.
+  std::pair<std::string, int64_t> xorSplit(const std::string &thr,
+                                           uint64_t mask, int64_t regPart);
   /// The thread's part of coordinate `dim` of the elements it holds.
   std::string threadCoord(const Type *t, int dim);
   /// A predicate true in the threads that own their elements (the first of
@@ -172,6 +189,7 @@ bool emitMemory(Emitter &e, Operation &op);
 bool emitReduce(Emitter &e, Operation &op);
 bool emitControlFlow(Emitter &e, Operation &op);
 bool emitTensorOp(Emitter &e, Operation &op);
+bool emitShared(Emitter &e, Operation &op);
 
 // ---- helpers shared between families
 // ----------------------------------------------
@@ -211,6 +229,13 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
                        const Regs &srcRegs, const Type *dst,
                        const std::vector<int64_t> &weights,
                        bool ownersOnly = false);
+/// Elements per global access of a tensor of pointers (layout, axis info,
+/// the mask's constancy; at most 16 bytes).
+int globalVectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb);
+/// Packs sub-word elements (in 16-bit registers) into one 32-bit word, and
+/// back (8-bit ints sign-extended when signedByte).
+std::string packWord(Emitter &e, const Regs &elems, int64_t eb);
+Regs unpackWord(Emitter &e, const std::string &w, int64_t eb, bool signedByte);
 /// Memory type suffix for ld/st of one element in a register of its class.
 std::string memType(const Type *elem, bool forLoad);
 

@@ -1,0 +1,585 @@
+// Shared memory as values: memory descriptors, their loads and stores,
+// asynchronous copies from global memory (cp.async) and mbarriers.
+//
+// A memdesc is one .b32 register, the shared address of its buffer: the
+// kernel's shared base plus the `allocation.offset` of its ttg.local_alloc
+// (--allocate-shared-memory), plus i * (bytes of one buffer) after
+// ttg.memdesc_index. A token has no register.
+//
+// Where an element lives: the shared layout maps an element offset to tile
+// coordinates and the tensor's layout maps (register, lane, warp) to them,
+// so regLayout.invertAndCompose(sharedLayout) gives every (register, lane,
+// warp) its offset, the XOR of the parts of their bits (OffsetMap). Each
+// access is then the thread's part (a prologue register, Emitter::
+// threadValue) XOR the register's part, the latter split into bits XORed
+// into a register and an immediate (Emitter::xorSplit), times the element
+// size, plus the buffer's base.
+//
+// Vectors: registers 0..v-1 whose offsets are 0..v-1 while every other
+// basis is a multiple of v move as one access of up to 16 bytes (sub-word
+// elements packed into 32-bit words). A ttg.local_load into an mma operand
+// layout (16-bit elements) uses ldmatrix where each 8x8 matrix row is 16
+// contiguous bytes (see ldmatrixLoad).
+//
+// Memory order: barriers between ops are gpu.barrier ops (--insert-barriers);
+// cp.async writes are complete in the issuing thread after
+// cp.async.wait_group, and visible to the others after the barrier the pass
+// put after the wait.
+#include "emitter.h"
+
+#include "tritium/gpu/mma_layouts.h"
+#include "tritium/gpu/shared_layouts.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tritium::nvidia {
+
+namespace {
+
+/// The element offset of every bit of a tensor's (register, lane, warp) in
+/// one buffer of a memdesc; offsets of several bits combine by XOR.
+struct OffsetMap {
+  std::vector<int64_t> reg, lane, warp;
+
+  int64_t atRegister(int r) const {
+    int64_t o = 0;
+    for (size_t i = 0; i < reg.size(); ++i)
+      if ((r >> i) & 1)
+        o ^= reg[i];
+    return o;
+  }
+  /// The register bits whose registers repeat another's element.
+  int copyRegisterMask() const {
+    int m = 0;
+    for (size_t i = 0; i < reg.size(); ++i)
+      if (reg[i] == 0)
+        m |= 1 << i;
+    return m;
+  }
+  std::string key() const {
+    std::string k = "smem|";
+    for (const auto *v : {&reg, &lane, &warp}) {
+      for (int64_t x : *v)
+        k += std::to_string(x) + ",";
+      k += "|";
+    }
+    return k;
+  }
+};
+
+OffsetMap offsetMap(Emitter &e, const Operation &op, const Type *tensor,
+                    const Type *memdesc) {
+  if (!tensor->isTensor() || !gpu::layoutOf(tensor))
+    e.internalError(op, "needs a tensor with a layout, found " +
+                            tensor->str());
+  if (tensor->shape() != memdesc->bufferShape())
+    e.internalError(op, "moves a " + tensor->str() + " through a buffer of " +
+                            memdesc->str());
+  gpu::LinearLayout x =
+      gpu::linearOf(tensor).invertAndCompose(gpu::sharedLinearOf(memdesc));
+  int o = x.outIndex(gpu::kOffset);
+  OffsetMap m;
+  for (const gpu::Basis &b : x.reg())
+    m.reg.push_back(b[o]);
+  for (const gpu::Basis &b : x.lane())
+    m.lane.push_back(b[o]);
+  for (const gpu::Basis &b : x.warp())
+    m.warp.push_back(b[o]);
+  return m;
+}
+
+bool isBool(const Type *elem) {
+  return elem->isScalar() && elem->dtype() == DType::I1;
+}
+
+/// Elements per access: the registers whose offsets run 0, 1, ..., as long
+/// as every other basis keeps the run aligned; at most 16 bytes, and whole
+/// 32-bit words for sub-word elements.
+int vectorWidth(const OffsetMap &m, int64_t eb, bool isPred) {
+  if (isPred)
+    return 1;
+  int run = 0;
+  while (run < (int)m.reg.size() && m.reg[run] == (int64_t(1) << run))
+    ++run;
+  int64_t v = std::min<int64_t>(int64_t(1) << run, 16 / eb);
+  auto aligned = [&](int64_t v) {
+    for (size_t i = log2Exact(v); i < m.reg.size(); ++i)
+      if (m.reg[i] % v)
+        return false;
+    for (const auto *set : {&m.lane, &m.warp})
+      for (int64_t b : *set)
+        if (b % v)
+          return false;
+    return true;
+  };
+  while (v > 1 && !aligned(v))
+    v /= 2;
+  if (eb < 4 && v * eb < 4)
+    v = 1;
+  return (int)v;
+}
+
+/// The shared addresses of one op's accesses: {register, byte immediate}
+/// for an element offset whose thread part is `thr` (bits `mask`).
+class Addresses {
+public:
+  Addresses(Emitter &e, std::string base, int64_t eb, std::string thr,
+            uint64_t mask)
+      : e_(e), base_(std::move(base)), eb_(eb), thr_(std::move(thr)),
+        mask_(mask) {}
+
+  std::string operator()(int64_t regPart) {
+    auto [t, imm] = e_.xorSplit(thr_, mask_, regPart);
+    std::string &a = addrs_[t];
+    if (a.empty()) {
+      a = e_.reg(RC::B32);
+      e_.ins("mad.lo.s32 " + a + ", " + t + ", " + std::to_string(eb_) + ", " +
+             base_);
+    }
+    int64_t bytes = imm * eb_;
+    return "[" + a + (bytes ? "+" + std::to_string(bytes) : "") + "]";
+  }
+
+private:
+  Emitter &e_;
+  std::string base_;
+  int64_t eb_;
+  std::string thr_;
+  uint64_t mask_;
+  std::map<std::string, std::string> addrs_;
+};
+
+uint64_t threadMask(const std::vector<int64_t> &lane,
+                    const std::vector<int64_t> &warp) {
+  uint64_t mask = 0;
+  for (int64_t b : lane)
+    mask |= uint64_t(b);
+  for (int64_t b : warp)
+    mask |= uint64_t(b);
+  return mask;
+}
+
+Addresses addressesOf(Emitter &e, const OffsetMap &m, const std::string &base,
+                      int64_t eb) {
+  std::string thr = e.threadValue(m.key(), m.lane, m.warp, false);
+  return Addresses(e, base, eb, thr, threadMask(m.lane, m.warp));
+}
+
+std::string list(const Regs &r) {
+  if (r.size() == 1)
+    return r[0];
+  std::string s = "{";
+  for (size_t k = 0; k < r.size(); ++k)
+    s += (k ? ", " : "") + r[k];
+  return s + "}";
+}
+
+std::string vec(size_t n) { return n > 1 ? ".v" + std::to_string(n) : ""; }
+
+/// st.shared of `vals` (one vector of elements) at `addr`.
+void storeVector(Emitter &e, const std::string &guard, const Type *elem,
+                 const std::string &addr, const Regs &vals) {
+  int64_t eb = gpu::storageBytes(elem);
+  if (isBool(elem)) {
+    std::string b = e.reg(RC::B16);
+    e.ins("selp.u16 " + b + ", 1, 0, " + vals[0]);
+    e.ins(guard + "st.shared.u8 " + addr + ", " + b);
+    return;
+  }
+  if (eb >= 4 || vals.size() == 1) {
+    e.ins(guard + "st.shared" + vec(vals.size()) + "." +
+          memType(elem, false) + " " + addr + ", " + list(vals));
+    return;
+  }
+  size_t per = size_t(4 / eb);
+  Regs words;
+  for (size_t j = 0; j < vals.size(); j += per)
+    words.push_back(
+        packWord(e, Regs(vals.begin() + j, vals.begin() + j + per), eb));
+  e.ins(guard + "st.shared" + vec(words.size()) + ".b32 " + addr + ", " +
+        list(words));
+}
+
+/// ld.shared of `n` elements at `addr`.
+Regs loadVector(Emitter &e, const Type *elem, const std::string &addr,
+                int n) {
+  int64_t eb = gpu::storageBytes(elem);
+  if (isBool(elem)) {
+    std::string b = e.reg(RC::B16), p = e.reg(RC::Pred);
+    e.ins("ld.shared.u8 " + b + ", " + addr);
+    e.ins("setp.ne.u16 " + p + ", " + b + ", 0");
+    return {p};
+  }
+  Regs got;
+  if (eb >= 4 || n == 1) {
+    for (int k = 0; k < n; ++k)
+      got.push_back(e.regFor(elem));
+    e.ins("ld.shared" + vec(n) + "." + memType(elem, true) + " " + list(got) +
+          ", " + addr);
+    return got;
+  }
+  Regs words;
+  for (int64_t j = 0; j < n * eb / 4; ++j)
+    words.push_back(e.reg(RC::B32));
+  e.ins("ld.shared" + vec(words.size()) + ".b32 " + list(words) + ", " + addr);
+  bool signedByte = elem->dtype() == DType::I8;
+  for (const std::string &w : words)
+    for (const std::string &x : unpackWord(e, w, eb, signedByte))
+      got.push_back(x);
+  return got;
+}
+
+/// Every element `value` holds in this thread, written to the buffer at
+/// `base`; copies (threads or registers holding an element another one
+/// owns) write nothing.
+void storeTile(Emitter &e, Operation &op, Value *value, const Type *memdesc,
+               const std::string &base) {
+  const Type *t = value->type();
+  const Type *elem = t->element();
+  int64_t eb = gpu::storageBytes(elem);
+  OffsetMap m = offsetMap(e, op, t, memdesc);
+  int v = vectorWidth(m, eb, isBool(elem));
+  std::string owner = e.ownerPred(t);
+  std::string guard = owner.empty() ? "" : "@" + owner + " ";
+  Addresses addr = addressesOf(e, m, base, eb);
+  const Regs &vr = e.regs(value);
+  int copies = m.copyRegisterMask();
+  e.sharedWriteBegins(op);
+  for (int r = 0; r < (int)vr.size(); r += v) {
+    if (r & copies)
+      continue;
+    storeVector(e, guard, elem, addr(m.atRegister(r)),
+                Regs(vr.begin() + r, vr.begin() + r + v));
+  }
+}
+
+// ---- ldmatrix ---------------------------------------------------------------
+
+/// ttg.local_load into an mma operand layout of 16-bit elements with
+/// ldmatrix.sync.aligned.m8n8.xN: one instruction loads N (1, 2, 4) 8x8
+/// matrices whose rows are 16 contiguous bytes, lane L giving the address
+/// of row L % 8 of matrix L / 8; thread l receives, of matrix j, in its
+/// 32-bit register j, the pair (row l / 4, columns 2 (l % 4) + {0, 1})
+/// (.trans: rows 2 (l % 4) + {0, 1} of column l / 4).
+///
+/// In terms of the offset map (16-bit register index bits, lanes):
+///   - the three bits that walk one row (offsets 1, 2, 4 in order) are
+///     register bit 0 and lane bits 0, 1 (plain), or lane bits 2, 3, 4
+///     (.trans: the thread's pair lies across two rows);
+///   - the three others of those pick the row; register bits 1..log2(N)
+///     pick the matrix; every basis but the row's three is a multiple of 8
+///     elements, so that rows start 16-byte aligned and XOR is addition
+///     below them.
+/// Then lane L's address is that of its row (bits 0-2: the row bits, bits
+/// 3-4: the matrix bits) and the map says exactly which registers receive
+/// which elements. Returns false (nothing emitted) when it does not hold.
+bool ldmatrixLoad(Emitter &e, Operation &op, const std::string &base,
+                  const OffsetMap &m) {
+  const Type *rt = op.result(0)->type();
+  const auto *dotOp =
+      dynamic_cast<const gpu::DotOperandLayout *>(gpu::layoutOf(rt));
+  if (!dotOp || gpu::storageBytes(rt->element()) != 2 || isBool(rt->element()))
+    return false;
+  int n = Emitter::numRegs(rt);
+  if (n < 2 || m.lane.size() != 5)
+    return false;
+  int mats = std::min(4, n / 2), matBits = log2Exact(mats);
+  for (bool trans : {false, true}) {
+    std::vector<int64_t> inRow, row;
+    if (!trans) {
+      inRow = {m.reg[0], m.lane[0], m.lane[1]};
+      row = {m.lane[2], m.lane[3], m.lane[4]};
+    } else {
+      inRow = {m.lane[2], m.lane[3], m.lane[4]};
+      row = {m.reg[0], m.lane[0], m.lane[1]};
+    }
+    if (inRow != std::vector<int64_t>{1, 2, 4})
+      continue;
+    std::vector<int64_t> others = row;
+    for (size_t i = 1; i < m.reg.size(); ++i)
+      others.push_back(m.reg[i]);
+    others.insert(others.end(), m.warp.begin(), m.warp.end());
+    if (std::any_of(others.begin(), others.end(),
+                    [](int64_t b) { return b % 8 != 0; }))
+      continue;
+    // The row address each lane supplies.
+    std::vector<int64_t> supply = row;
+    for (int j = 0; j < 2; ++j)
+      supply.push_back(j < matBits ? m.reg[1 + j] : 0);
+    std::string key = std::string(trans ? "ldmatrix.trans|" : "ldmatrix|") +
+                      m.key();
+    std::string thr = e.threadValue(key, supply, m.warp, false);
+    Addresses addr(e, base, 2, thr, threadMask(supply, m.warp));
+    std::string ins = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(mats) +
+                      (trans ? ".trans" : "") + ".shared.b16 ";
+    int per = 2 * mats; // 16-bit registers one instruction fills
+    Regs out(n);
+    for (int g = 0; g < n; g += per) {
+      Regs d;
+      for (int j = 0; j < mats; ++j)
+        d.push_back(e.reg(RC::B32));
+      e.ins(ins + list(d) + ", " + addr(m.atRegister(g)));
+      for (int j = 0; j < mats; ++j) {
+        std::string lo = e.reg(RC::B16), hi = e.reg(RC::B16);
+        e.ins("mov.b32 {" + lo + ", " + hi + "}, " + d[j]);
+        out[g + 2 * j] = lo;
+        out[g + 2 * j + 1] = hi;
+      }
+    }
+    e.bind(op.result(0), std::move(out));
+    return true;
+  }
+  return false;
+}
+
+void emitLocalLoad(Emitter &e, Operation &op) {
+  const Type *md = op.operand(0)->type(), *rt = op.result(0)->type();
+  const Type *elem = rt->element();
+  int64_t eb = gpu::storageBytes(elem);
+  std::string base = e.regs(op.operand(0))[0];
+  OffsetMap m = offsetMap(e, op, rt, md);
+  if (ldmatrixLoad(e, op, base, m))
+    return;
+  int v = vectorWidth(m, eb, isBool(elem));
+  Addresses addr = addressesOf(e, m, base, eb);
+  int n = Emitter::numRegs(rt), copies = m.copyRegisterMask();
+  Regs out(n);
+  for (int r = 0; r < n; r += v) {
+    if (r & copies)
+      continue;
+    Regs got = loadVector(e, elem, addr(m.atRegister(r)), v);
+    std::copy(got.begin(), got.end(), out.begin() + r);
+  }
+  for (int r = 0; r < n; ++r)
+    if (r & copies)
+      out[r] = out[r & ~copies];
+  e.bind(op.result(0), std::move(out));
+}
+
+// ---- asynchronous copies ----------------------------------------------------
+
+/// True when `v` is a constant zero (or absent): cp.async fills masked-off
+/// elements with zeros only.
+bool isZeroOrAbsent(Value *v) {
+  if (!v)
+    return true;
+  Operation *def = v->definingOp();
+  if (!def || def->code() != OpCode::Constant)
+    return false;
+  const Attribute &a = def->attrs().at("value");
+  if (const auto *i = std::get_if<int64_t>(&a))
+    return *i == 0;
+  if (const auto *f = std::get_if<double>(&a))
+    return *f == 0.0 && !std::signbit(*f);
+  if (const auto *b = std::get_if<bool>(&a))
+    return !*b;
+  return false;
+}
+
+/// The copy as ld.global + st.shared, element by element: for the copies
+/// cp.async cannot make (fewer than 4 bytes per access, a non-zero
+/// `other`). Its writes complete at once, which satisfies every later
+/// wait.
+void synchronousCopy(Emitter &e, Operation &op, const OffsetMap &m,
+                     Addresses &addr, const std::string &owner, int site) {
+  Value *ptr = op.operand(0);
+  const Type *elem = op.operand(1)->type()->element();
+  int64_t eb = gpu::storageBytes(elem);
+  const Regs &pr = e.regs(ptr);
+  const Regs *mr = op.numOperands() > 2 ? &e.regs(op.operand(2)) : nullptr;
+  const Regs *orr = op.numOperands() > 3 ? &e.regs(op.operand(3)) : nullptr;
+  RC rc = isBool(elem) ? RC::B16 : regClass(elem);
+  std::string ownerGuard = owner.empty() ? "" : "@" + owner + " ";
+  int copies = m.copyRegisterMask();
+  for (int r = 0; r < (int)pr.size(); ++r) {
+    if (r & copies)
+      continue;
+    std::string mask = mr ? (*mr)[mr->size() == 1 ? 0 : r] : "";
+    std::string pred = e.checkAccess(site, pr[r], (int)eb, mask);
+    std::string d = e.reg(rc);
+    if (!pred.empty()) {
+      std::string init = "0";
+      if (orr) {
+        init = (*orr)[orr->size() == 1 ? 0 : r];
+        if (isBool(elem)) {
+          std::string b = e.reg(RC::B16);
+          e.ins("selp.u16 " + b + ", 1, 0, " + init);
+          init = b;
+        }
+      } else if (rc == RC::F32) {
+        init = "0f00000000";
+      } else if (rc == RC::F64) {
+        init = "0d0000000000000000";
+      }
+      e.ins(std::string(movFor(rc)) + " " + d + ", " + init);
+    }
+    std::string ty = isBool(elem) ? "u8" : memType(elem, true);
+    e.ins((pred.empty() ? "" : "@" + pred + " ") + "ld.global." + ty + " " + d +
+          ", [" + pr[r] + "]");
+    e.ins(ownerGuard + "st.shared." + (isBool(elem) ? "u8" : memType(elem, false)) +
+          " " + addr(m.atRegister(r)) + ", " + d);
+  }
+}
+
+/// ttg.async_copy_global_to_local: cp.async of 4, 8 or 16 bytes per access
+/// (16: .cg, bypassing L1), as wide as the pointers' layout and axis info,
+/// the mask's constancy and the shared layout allow. A masked-off access
+/// reads 0 bytes (src-size 0) and zero-fills its shared bytes.
+void emitAsyncCopy(Emitter &e, Operation &op) {
+  Value *ptr = op.operand(0);
+  Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  Value *other = op.numOperands() > 3 ? op.operand(3) : nullptr;
+  const Type *md = op.operand(1)->type();
+  const Type *elem = md->element();
+  int64_t eb = gpu::storageBytes(elem);
+  OffsetMap m = offsetMap(e, op, ptr->type(), md);
+  std::string base = e.regs(op.operand(1))[0];
+  Addresses addr = addressesOf(e, m, base, eb);
+  std::string owner = e.ownerPred(ptr->type());
+  int site = e.accessSite(op, ptr, "load", (int)eb);
+  int v = std::min(vectorWidth(m, eb, isBool(elem)),
+                   globalVectorWidth(e, ptr, mask, eb));
+  int64_t bytes = v * eb;
+  if (bytes < 4 || isBool(elem) || !isZeroOrAbsent(other)) {
+    synchronousCopy(e, op, m, addr, owner, site);
+    e.bind(op.result(0), {});
+    return;
+  }
+  const Regs &pr = e.regs(ptr);
+  const Regs *mr = mask ? &e.regs(mask) : nullptr;
+  std::string guard = owner.empty() ? "" : "@" + owner + " ";
+  std::string ins = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") +
+                    ".shared.global ";
+  int copies = m.copyRegisterMask();
+  for (int g = 0; g < (int)pr.size(); g += v) {
+    if (g & copies)
+      continue;
+    std::string pred = e.checkAccess(site, pr[g], (int)bytes,
+                                     mr ? (*mr)[mr->size() == 1 ? 0 : g] : "");
+    std::string srcSize;
+    if (!pred.empty()) {
+      srcSize = e.reg(RC::B32);
+      e.ins("selp.u32 " + srcSize + ", " + std::to_string(bytes) + ", 0, " +
+            pred);
+    }
+    e.ins(guard + ins + addr(m.atRegister(g)) + ", [" + pr[g] + "], " +
+          std::to_string(bytes) + (srcSize.empty() ? "" : ", " + srcSize));
+  }
+  e.bind(op.result(0), {});
+}
+
+// ---- mbarriers --------------------------------------------------------------
+
+/// The predicate of a block-level mbarrier op: thread 0, and the op's own
+/// predicate operand (operand `i`) when it has one.
+std::string onceGuard(Emitter &e, Operation &op, unsigned i) {
+  std::string p = e.ownerPred(op.operand(0)->type()); // thread 0
+  if (op.numOperands() > i) {
+    std::string q = e.reg(RC::Pred);
+    e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(i))[0]);
+    p = q;
+  }
+  return "@" + p + " ";
+}
+
+void emitWaitBarrier(Emitter &e, Operation &op) {
+  std::string bar = e.regs(op.operand(0))[0];
+  std::string phase = e.regs(op.operand(1))[0];
+  std::string done = e.newLabel("mbar_done"), loop = e.newLabel("mbar_wait");
+  if (op.numOperands() > 2)
+    e.ins("@!" + e.regs(op.operand(2))[0] + " bra " + done);
+  e.label(loop);
+  std::string ok = e.reg(RC::Pred);
+  // try_wait suspends the thread for a while (sm_90); test_wait polls.
+  e.ins(std::string(e.opts.target.sm >= 90 ? "mbarrier.try_wait"
+                                            : "mbarrier.test_wait") +
+        ".parity.shared::cta.b64 " + ok + ", [" + bar + "], " + phase);
+  e.ins("@!" + ok + " bra " + loop);
+  e.label(done);
+}
+
+} // namespace
+
+bool emitShared(Emitter &e, Operation &op) {
+  switch (op.code()) {
+  case OpCode::LocalAlloc: {
+    std::string base = e.scratch(op);
+    if (op.numOperands() > 0)
+      storeTile(e, op, op.operand(0), op.result(0)->type(), base);
+    else
+      e.sharedWriteBegins(op); // a gpu.barrier before it: print it here
+    e.bind(op.result(0), {base});
+    return true;
+  }
+  case OpCode::LocalDealloc:
+    return true; // the allocation pass already ended the buffer's life
+  case OpCode::LocalStore:
+    storeTile(e, op, op.operand(0), op.operand(1)->type(),
+              e.regs(op.operand(1))[0]);
+    return true;
+  case OpCode::LocalLoad:
+    emitLocalLoad(e, op);
+    return true;
+  case OpCode::MemDescIndex: {
+    const Type *md = op.operand(0)->type();
+    int64_t bufferBytes =
+        md->numElements() / md->numBuffers() * gpu::storageBytes(md->element());
+    std::string base = e.regs(op.operand(0))[0];
+    std::string r = e.reg(RC::B32);
+    Operation *def = op.operand(1)->definingOp();
+    if (def && def->code() == OpCode::Constant &&
+        std::holds_alternative<int64_t>(def->attrs().at("value")))
+      e.ins("add.s32 " + r + ", " + base + ", " +
+            std::to_string(std::get<int64_t>(def->attrs().at("value")) *
+                           bufferBytes));
+    else
+      e.ins("mad.lo.s32 " + r + ", " + e.regs(op.operand(1))[0] + ", " +
+            std::to_string(bufferBytes) + ", " + base);
+    e.bind(op.result(0), {r});
+    return true;
+  }
+  case OpCode::AsyncCopyGlobalToLocal:
+    emitAsyncCopy(e, op);
+    return true;
+  case OpCode::AsyncCommitGroup:
+    e.ins("cp.async.commit_group");
+    e.bind(op.result(0), {});
+    return true;
+  case OpCode::AsyncWait:
+    e.ins("cp.async.wait_group " + std::to_string(op.intAttr("num")));
+    e.bind(op.result(0), {});
+    return true;
+  // mbarrier ops other than the wait act for the whole block, as the
+  // executor's one thread does: thread 0 initialises, expects and arrives.
+  case OpCode::InitBarrier:
+    e.ins(onceGuard(e, op, 1) + "mbarrier.init.shared::cta.b64 [" +
+          e.regs(op.operand(0))[0] + "], " +
+          std::to_string(op.intAttr("count")));
+    return true;
+  case OpCode::BarrierExpect:
+    // One arrival that also expects `bytes` of transactions (TMA).
+    e.requireSM(op, 90, "ttng.barrier_expect (mbarrier transaction counts)");
+    e.ins(onceGuard(e, op, 1) + "mbarrier.arrive.expect_tx.shared::cta.b64 _, [" +
+          e.regs(op.operand(0))[0] + "], " +
+          std::to_string(op.intAttr("bytes")));
+    return true;
+  case OpCode::ArriveBarrier: {
+    int64_t count = op.hasAttr("count") ? op.intAttr("count") : 1;
+    if (count != 1)
+      e.requireSM(op, 90, "ttng.arrive_barrier with a count");
+    std::string state = e.reg(RC::B64);
+    e.ins(onceGuard(e, op, 1) + "mbarrier.arrive.shared::cta.b64 " + state +
+          ", [" + e.regs(op.operand(0))[0] + "]" +
+          (count != 1 ? ", " + std::to_string(count) : ""));
+    return true;
+  }
+  case OpCode::WaitBarrier:
+    emitWaitBarrier(e, op);
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace tritium::nvidia
