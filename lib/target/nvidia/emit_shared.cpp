@@ -397,6 +397,7 @@ void synchronousCopy(Emitter &e, Operation &op, const OffsetMap &m,
       continue;
     std::string mask = mr ? (*mr)[mr->size() == 1 ? 0 : r] : "";
     std::string pred = e.checkAccess(site, pr[r], (int)eb, mask);
+    std::string dst = addr(m.atRegister(r));
     std::string d = e.reg(rc);
     if (!pred.empty()) {
       std::string init = "0";
@@ -417,8 +418,8 @@ void synchronousCopy(Emitter &e, Operation &op, const OffsetMap &m,
     std::string ty = isBool(elem) ? "u8" : memType(elem, true);
     e.ins((pred.empty() ? "" : "@" + pred + " ") + "ld.global." + ty + " " + d +
           ", [" + pr[r] + "]");
-    e.ins(ownerGuard + "st.shared." + (isBool(elem) ? "u8" : memType(elem, false)) +
-          " " + addr(m.atRegister(r)) + ", " + d);
+    e.ins(ownerGuard + "st.shared." +
+          (isBool(elem) ? "u8" : memType(elem, false)) + " " + dst + ", " + d);
   }
 }
 
@@ -457,13 +458,13 @@ void emitAsyncCopy(Emitter &e, Operation &op) {
       continue;
     std::string pred = e.checkAccess(site, pr[g], (int)bytes,
                                      mr ? (*mr)[mr->size() == 1 ? 0 : g] : "");
-    std::string srcSize;
+    std::string dst = addr(m.atRegister(g)), srcSize;
     if (!pred.empty()) {
       srcSize = e.reg(RC::B32);
       e.ins("selp.u32 " + srcSize + ", " + std::to_string(bytes) + ", 0, " +
             pred);
     }
-    e.ins(guard + ins + addr(m.atRegister(g)) + ", [" + pr[g] + "], " +
+    e.ins(guard + ins + dst + ", [" + pr[g] + "], " +
           std::to_string(bytes) + (srcSize.empty() ? "" : ", " + srcSize));
   }
   e.bind(op.result(0), {});

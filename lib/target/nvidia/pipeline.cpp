@@ -204,7 +204,9 @@ const PassTable &allPasses() {
 bool isGPUIR(Module &m) {
   bool any = false;
   auto check = [&](Value *v) {
-    any |= v->type()->isTensor() && gpu::layoutOf(v->type()) != nullptr;
+    // Memory descriptors exist only in GPU IR.
+    any |= (v->type()->isTensor() && gpu::layoutOf(v->type()) != nullptr) ||
+           v->type()->isMemDesc();
   };
   for (auto &f : m.functions()) {
     for (unsigned i = 0; i < f->entry().numArguments(); ++i)

@@ -64,7 +64,8 @@ void compileKernel(const Module &m, const std::string &kernel,
 /// tritium._C.run_passes look names up in.
 const PassTable &allPasses();
 
-/// True when some value of `m` has a tensor type with a layout.
+/// True when some value of `m` has a tensor type with a layout, or is a
+/// memory descriptor.
 bool isGPUIR(Module &m);
 
 } // namespace tritium
