@@ -207,6 +207,8 @@ struct OpPlan {
   /// Shared-memory ops: the buffer offset of each element of the tile
   /// (row-major), from the memdesc's layout.
   std::vector<int64_t> sharedOffsets;
+  /// ttng.warp_group_dot: the same for its second memdesc (B).
+  std::vector<int64_t> sharedOffsetsB;
 };
 
 struct BlockPlan {
@@ -287,6 +289,10 @@ RValue loadThrough(const OpPlan &op, const RValue &ptr, const RValue *mask,
                    const ProgramCtx &ctx);
 /// Plans a shared-memory, async-copy or barrier op (shared_memory.cpp).
 void planSharedMemoryOp(const Operation &op, OpPlan &p);
+/// tt.dot's semantics (op.kind: the DotPrecision), for the ops that compute
+/// one from other operands (ttng.warp_group_dot).
+RValue matmul(const OpPlan &op, const RValue &a, const RValue &b,
+              const RValue &c);
 /// Runs one (shared_memory.cpp).
 void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx);
 

@@ -80,6 +80,7 @@ OpClass classify(OpCode c) {
   case OpCode::ArriveBarrier:
   case OpCode::WaitBarrier:
   case OpCode::GPUBarrier:
+  case OpCode::WarpGroupDot:
     return OpClass::Shared;
   case OpCode::Call:
   case OpCode::Return:

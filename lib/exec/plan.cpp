@@ -307,6 +307,7 @@ private:
     case OpCode::ArriveBarrier:
     case OpCode::WaitBarrier:
     case OpCode::GPUBarrier:
+    case OpCode::WarpGroupDot:
       return planSharedMemoryOp(op, p);
     default:
       // Everything else is evaluated from its operand and result types.

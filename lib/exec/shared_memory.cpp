@@ -100,6 +100,17 @@ void planSharedMemoryOp(const Operation &op, OpPlan &p) {
   case OpCode::InitBarrier:
     p.axis = op.intAttr("count");
     return;
+  case OpCode::WarpGroupDot: {
+    p.sharedOffsets = offsetsOf(op, memdescOf(op, 0));
+    p.sharedOffsetsB = offsetsOf(op, memdescOf(op, 1));
+    std::string prec = op.hasAttr("input_precision")
+                           ? op.strAttr("input_precision")
+                           : std::string("ieee");
+    p.kind = int(prec == "tf32"     ? DotPrecision::TF32
+                 : prec == "tf32x3" ? DotPrecision::TF32x3
+                                    : DotPrecision::IEEE);
+    return;
+  }
   default:
     return;
   }
@@ -182,6 +193,23 @@ void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx) {
   case OpCode::InitBarrier:
     barrierWord(ctx, op, f, false).i = op.axis;
     return;
+  case OpCode::WarpGroupDot: {
+    // The operands as tensors (row-major tiles read through their layouts),
+    // then tt.dot's semantics.
+    auto tile = [&](unsigned i, const std::vector<int64_t> &offs) {
+      uint64_t s = f[op.in[i]][0].u;
+      const std::vector<Slot> &buf = storage(ctx, op, s, (int64_t)offs.size());
+      const Type *m = op.op->operand(i)->type();
+      RValue r = RValue::alloc(Type::tensor(m->element(), m->shape()));
+      Slot *z = r.mutableData();
+      for (size_t k = 0; k < offs.size(); ++k)
+        z[k] = buf[elemBase(s) + offs[k]];
+      return r;
+    };
+    RValue a = tile(0, op.sharedOffsets), b = tile(1, op.sharedOffsetsB);
+    f[op.out[0]] = matmul(op, a, b, f[op.in[2]]);
+    return;
+  }
   case OpCode::BarrierExpect:
   case OpCode::ArriveBarrier:
   case OpCode::WaitBarrier:

@@ -171,6 +171,10 @@ Effects effectsOf(Function &f, const MemDescBytes &md, const Operation &op) {
   case OpCode::LocalLoad:
     touch(op.operand(0), false);
     return e;
+  case OpCode::WarpGroupDot:
+    touch(op.operand(0), false);
+    touch(op.operand(1), false);
+    return e;
   default:
     break;
   }

@@ -187,6 +187,10 @@ const PassTable &gpuPasses() {
        "Drop needless layout conversions; recompute cheap producers in the "
        "wanted layout",
        removeLayoutConversions},
+      {"accelerate-matmul",
+       "Give every tt.dot the layouts of its instruction (mma.sync "
+       "accumulator and operands, or FMA operands)",
+       accelerateMatmul},
       {"allocate-shared-memory",
        "Give every shared-memory buffer an offset (allocation.offset) by "
        "liveness; the total (shared) within the target's limit",

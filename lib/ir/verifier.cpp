@@ -754,6 +754,7 @@ private:
     case OpCode::ArriveBarrier:
     case OpCode::WaitBarrier:
     case OpCode::GPUBarrier:
+    case OpCode::WarpGroupDot:
       return verifySharedMemoryOp(op);
     case OpCode::NumOps:
       break;
@@ -858,6 +859,25 @@ private:
     case OpCode::LocalDealloc:
       memdescOperand(op, 0);
       return;
+    case OpCode::WarpGroupDot: {
+      const Type *a = singleBuffer(op, 0), *b = singleBuffer(op, 1);
+      const Type *c = ty(op, 2);
+      if (a->rank() != 2 || b->rank() != 2 || !c->isTensor() || c->rank() != 2)
+        fail(op, "needs 2-D memdesc operands and a 2-D accumulator, found " +
+                     typeText(a) + ", " + typeText(b) + ", " + typeText(c));
+      int64_t M = a->shape()[0], K = a->shape()[1], N = b->shape()[1];
+      if (b->shape()[0] != K)
+        fail(op,
+             "inner dimensions differ: " + typeText(a) + " and " + typeText(b));
+      if (c->shape()[0] != M || c->shape()[1] != N)
+        fail(op, "accumulator must be " + std::to_string(M) + "x" +
+                     std::to_string(N) + ", found " + typeText(c));
+      resultIsOperandType(op, c);
+      if (op.hasAttr("input_precision"))
+        oneOf(op, "input_precision", op.strAttr("input_precision"),
+              {"tf32", "tf32x3", "ieee"});
+      return;
+    }
     case OpCode::LocalLoad: {
       const Type *m = singleBuffer(op, 0);
       tokenOperands(op, 1);

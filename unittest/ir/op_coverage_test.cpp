@@ -40,7 +40,7 @@ TEST(OpCoverage, RefusalsAreTheKnownOnes) {
   // The GPU path refuses what it cannot do yet (user errors) and calls,
   // which the pipeline inlines first; the CPU executor runs everything.
   using S = OpSupport;
-  EXPECT_EQ(nvidia::ptxSupport(OpCode::Dot), S::Rejected);
+  EXPECT_EQ(nvidia::ptxSupport(OpCode::Dot), S::Handled);
   EXPECT_EQ(nvidia::ptxSupport(OpCode::Print), S::Rejected);
   EXPECT_EQ(nvidia::ptxSupport(OpCode::Assert), S::Rejected);
   EXPECT_EQ(nvidia::ptxSupport(OpCode::Call), S::Rejected);

@@ -279,6 +279,9 @@ tt.func @smem(%p: tensor<64x32x!tt.ptr<f16>>, %m: tensor<64x32xi1>, %o: tensor<6
   %x = ttg.local_load %b, %w : tensor<64x32xf16>
   ttg.local_store %x, %b
   %r = ttg.local_alloc %x : !ttg.memdesc<64x32xf16, #test<shared2>>
+  %rt = ttg.local_alloc : !ttg.memdesc<32x64xf16, #test<shared2>, mutable>
+  %acc = arith.constant {value = 0.0} : tensor<64x64xf32>
+  %d = ttng.warp_group_dot %r, %rt, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32>
   %bar = ttg.local_alloc : !ttg.memdesc<1x1xi64, #test<shared2>, mutable>
   ttng.init_barrier %bar {count = 1}
   ttng.barrier_expect %bar, %c {bytes = 4096}

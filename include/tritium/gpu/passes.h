@@ -45,6 +45,19 @@ OpSupport layoutSupport(OpCode code);
 void removeLayoutConversions(Module &m, const PipelineOptions &opts,
                              PassStats &stats);
 
+/// `--accelerate-matmul`: the layouts of the instruction that computes each
+/// tt.dot. `acc + dot(a, b, 0)` first becomes `dot(a, b, acc)`. On sm_80 and
+/// newer, a dot of fp16/bf16, fp8 (widened to fp16), int8 or fp32 with
+/// input_precision tf32/tf32x3 gets an mma.sync (m16n8) accumulator layout,
+/// carried through the loops and ifs that hold the accumulator, and dot_op
+/// layouts for its operands; other dots (fp32 "ieee", fp64) are computed
+/// with FMAs, their operands laid out so that each thread holds all of K
+/// for its own rows and columns. Rank-3 dots are a UserError for now.
+/// Counters: gpu.dots-mma-v2, gpu.dots-fma, gpu.dot-accumulators-folded,
+/// gpu.conversions-inserted.
+void accelerateMatmul(Module &m, const PipelineOptions &opts,
+                      PassStats &stats);
+
 /// True for a layout conversion of the GPU IR (ttg.convert_layout).
 bool isLayoutConversion(const Operation &op);
 /// Inserts a conversion of `v` to layout `l` before `before`.

@@ -29,6 +29,7 @@
 
 #include "tritium/gpu/mma_layouts.h"
 #include "tritium/gpu/shared_layouts.h"
+#include "tritium/gpu/shared_layouts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -251,6 +252,13 @@ void storeTile(Emitter &e, Operation &op, Value *value, const Type *memdesc,
       continue;
     storeVector(e, guard, elem, addr(m.atRegister(r)),
                 Regs(vr.begin() + r, vr.begin() + r + v));
+  }
+  // An NVMMA buffer is read by wgmma through the async proxy: each writer
+  // orders its generic-proxy stores before that (the barrier that follows
+  // then orders them across threads).
+  if (gpu::sharedLayoutOf(memdesc)->kind() == gpu::SharedLayout::Kind::NVMMA) {
+    e.requireSM(op, 90, "an NVMMA shared layout (the async proxy)");
+    e.ins("fence.proxy.async.shared::cta");
   }
 }
 

@@ -433,6 +433,7 @@ enum class PtxFamily {
   Return,
   Terminator, // scf.yield, scf.condition: the parent op copies the operands
   Barrier,    // gpu.barrier: emitBlock prints it (it looks at the next op)
+  Dot,
   Rejected,
   None,
 };
@@ -478,6 +479,8 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::GPUBarrier:
     return PtxFamily::Barrier;
   case OpCode::Dot:
+  case OpCode::WarpGroupDot:
+    return PtxFamily::Dot;
   case OpCode::Call:
   case OpCode::Print:
   case OpCode::Assert:
@@ -492,8 +495,6 @@ PtxFamily ptxFamily(OpCode c) {
 /// The ops the GPU path refuses, each with the error a user (or we) sees.
 [[noreturn]] void rejectOp(Emitter &e, Operation &op) {
   switch (op.code()) {
-  case OpCode::Dot:
-    e.userError(op, "tl.dot on the GPU is not implemented yet");
   case OpCode::Print:
     e.userError(op, "tl.device_print on the GPU is not implemented yet");
   case OpCode::Assert:
@@ -541,6 +542,9 @@ void Emitter::emitOp(Operation &op) {
     break;
   case PtxFamily::Shared:
     done = emitShared(*this, op);
+    break;
+  case PtxFamily::Dot:
+    done = emitDot(*this, op);
     break;
   case PtxFamily::Return:
     ins("ret");
@@ -672,7 +676,19 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
   if (gpu::sharedBytes(fn) > 0)
     head << ".extern .shared .align 16 .b8 global_smem[];\n\n";
   head << ".visible .entry " << name << "(\n" << sig.str() << "\n)\n";
-  head << ".maxntid " << numWarps * gpu::kThreadsPerWarp << ", 1, 1\n{\n";
+  head << ".maxntid " << numWarps * gpu::kThreadsPerWarp << ", 1, 1\n";
+  // With .maxntid alone, ptxas aims at full occupancy (2048 threads per SM:
+  // 32 registers a thread at 4 warps) and spills an mma accumulator rather
+  // than use more. A kernel with a dot gets what one program may use.
+  bool hasDot = false;
+  fn.walk([&](Operation *op) {
+    hasDot |= op->code() == OpCode::Dot || op->code() == OpCode::WarpGroupDot;
+  });
+  if (hasDot)
+    head << ".maxnreg "
+         << std::min(255, 65536 / (numWarps * gpu::kThreadsPerWarp) / 8 * 8)
+         << "\n";
+  head << "{\n";
   for (int c = 0; c < kNumRC; ++c)
     if (regCount_[c])
       head << "\t.reg " << kDecl[c] << " " << kPrefix[c] << "<"

@@ -16,7 +16,8 @@
 // emit_memory.cpp (loads, stores, atomics), emit_reduce.cpp,
 // emit_control_flow.cpp (scf.for/if/while), emit_tensor.cpp (constants,
 // program ids, make_range, splat and the data movement ops), emit_shared.cpp
-// (memory descriptors, async copies, mbarriers).
+// (memory descriptors, async copies, mbarriers), emit_dot.cpp (tt.dot:
+// mma.sync, wgmma or FMAs).
 //
 // A `!ttg.memdesc` value is one .b32 %r: the shared-memory address of its
 // buffer. A `!ttg.async.token` has no register.
@@ -190,6 +191,7 @@ bool emitReduce(Emitter &e, Operation &op);
 bool emitControlFlow(Emitter &e, Operation &op);
 bool emitTensorOp(Emitter &e, Operation &op);
 bool emitShared(Emitter &e, Operation &op);
+bool emitDot(Emitter &e, Operation &op);
 
 // ---- helpers shared between families
 // ----------------------------------------------

@@ -71,8 +71,6 @@ Function &kernelAlone(Module &m, const std::string &kernel) {
   for (Function *o : others)
     m.erase(o);
   f->walk([&](Operation *op) {
-    if (op->code() == OpCode::Dot)
-      throw UserError("tl.dot on the GPU is not implemented yet", op->loc());
     if (op->code() == OpCode::Call)
       throw InternalError("compileKernel: '" + kernel +
                           "' still has calls; run the tile pipeline (inline) "
@@ -127,10 +125,10 @@ void compileKernel(const Module &m, const std::string &kernel,
               {
                   "convert-to-gpu",            // a layout for every tensor
                   "remove-layout-conversions", // drop or recompute them
-                  // Tensor cores (to come): "accelerate-matmul" (mma/wgmma
-                  // layouts for tl.dot, then remove-layout-conversions
-                  // again) goes here, then the software-pipelining pass
-                  // (num_stages), both before shared memory is planned.
+                  "accelerate-matmul",         // tl.dot: mma / FMA layouts
+                  "remove-layout-conversions", // e.g. the zero accumulator
+                  // The software-pipelining pass (num_stages) goes here,
+                  // before shared memory is planned.
               },
               r.stats, opts, gpu::gpuPasses());
   } else {

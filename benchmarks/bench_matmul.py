@@ -1,0 +1,168 @@
+"""Matrix multiplication, the kernel of Triton's third tutorial (grouped program order, a K loop of
+tl.load + tl.dot), the same source under tritium and Triton, fp16 and bf16 (fp32 accumulate, output
+in the input dtype), beside torch.matmul (cuBLAS). Each compiler gets the same sweep of block
+configurations (the tutorial's autotuning space, num_warps 4/8, num_stages 3-4) and is reported
+at its best one; the check runs on that config. Also the seed's weak spot: small K.
+
+Run: python3 benchmarks/bench_matmul.py [--json results.json] [--quick]
+"""
+
+import os
+import sys
+
+import common
+import torch
+
+SRC = '''
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = accumulator.to(c_ptr.dtype.element_ty)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+'''
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
+CONFIGS = [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 128, 64, 4, 4),
+           (128, 64, 64, 4, 4), (64, 64, 64, 4, 4), (128, 128, 64, 8, 3), (64, 256, 32, 4, 4)]
+QUICK_CONFIGS = [(128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 128, 64, 4, 4)]
+
+
+def build(name):
+    """The kernel source under `name` ("tritium" or "triton"), imported from a file so that both
+    compilers can read its source."""
+    import importlib.util  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    path = os.path.join(tempfile.mkdtemp(), f"matmul_{name}.py")
+    with open(path, "w") as f:
+        f.write(f"import {name} as triton\nimport {name}.language as tl\n" + SRC)
+    spec = importlib.util.spec_from_file_location(f"matmul_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.matmul_kernel
+
+
+def launcher(kernel, a, b, c, cfg):
+    M, K = a.shape
+    N = b.shape[1]
+    bm, bn, bk, w, s = cfg
+    grid = (triton_cdiv(M, bm) * triton_cdiv(N, bn),)
+
+    def run():
+        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                     c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                     num_warps=w, num_stages=s)
+        return c
+    return run
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def best_config(kernel, a, b, c, configs, reps):
+    """(ms, cfg, error) of the fastest config that compiles and runs."""
+    best, errors = None, []
+    for cfg in configs:
+        try:
+            run = launcher(kernel, a, b, c, cfg)
+            run()
+            torch.cuda.synchronize()
+            ms = common.time_ms(run, reps=reps)
+        except Exception as e:  # a config one compiler cannot build is skipped, as autotuning does
+            errors.append(f"{cfg}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+            continue
+        if best is None or ms < best[0]:
+            best = (ms, cfg)
+    return best, errors
+
+
+def main():
+    args = common.parse_args(__doc__)
+    if not torch.cuda.is_available():
+        print("matmul: no CUDA GPU; skipped")
+        return 0
+    triton, tl = common.import_triton()
+    impls = {"tritium": build("tritium")}
+    if triton is not None:
+        impls["triton"] = build("triton")
+    configs = QUICK_CONFIGS if args.quick else CONFIGS
+    sizes = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 64), (8192, 8192, 128)]
+    if args.quick:
+        sizes = sizes[:1]
+    rows = []
+    print(f"matmul: {torch.cuda.get_device_name(0)}")
+    print(f"{'case':<26} {'impl':<8} {'ms':>9} {'TFLOP/s':>8} {'rel_err':>9} {'vs torch':>9} "
+          f"{'vs triton':>9}  config")
+    for dtype in (torch.float16, torch.bfloat16):
+        for M, N, K in sizes:
+            if K < 4096 and dtype == torch.bfloat16:
+                continue
+            a = torch.randn(M, K, device="cuda").to(dtype)
+            b = torch.randn(K, N, device="cuda").to(dtype)
+            c = torch.empty(M, N, device="cuda", dtype=dtype)
+            ref = torch.matmul(a, b).float()
+            flops = 2 * M * N * K
+            case = f"{str(dtype)[6:]} {M}x{N}x{K}"
+            res = {"torch": (common.time_ms(lambda: torch.matmul(a, b), reps=args.reps), None)}
+            for name, kern in impls.items():
+                best, errors = best_config(kern, a, b, c, configs, max(args.reps // 4, 10))
+                if best is None:
+                    rows.append({"bench": "matmul", "case": case, "impl": name, "ok": False,
+                                 "error": "; ".join(errors)[:400]})
+                    print(f"{case:<26} {name:<8} FAILED: {'; '.join(errors)[:200]}")
+                    continue
+                ms, cfg = best
+                common.poison_(c)
+                launcher(kern, a, b, c, cfg)()
+                torch.cuda.synchronize()
+                err = common.rel_err(c.float(), ref)
+                res[name] = (ms, cfg, err)
+            t_ms = res["torch"][0]
+            tr_ms = res.get("triton", (None,))[0]
+            for name, r in res.items():
+                ms = r[0]
+                err = r[2] if len(r) > 2 else 0.0
+                ok = err <= 2e-2
+                rows.append({"bench": "matmul", "case": case, "impl": name, "ms": ms,
+                             "tflops": flops / (ms * 1e-3) / 1e12, "rel_err": err, "ok": ok,
+                             "config": list(r[1]) if r[1] else None, "bytes": 0})
+                vs_t = f"{ms / t_ms:8.2f}x"
+                vs_tr = f"{ms / tr_ms:8.2f}x" if tr_ms else f"{'-':>9}"
+                print(f"{case:<26} {name:<8} {ms:9.4f} {flops / (ms * 1e-3) / 1e12:8.1f} "
+                      f"{err:9.2e} {vs_t} {vs_tr}  {r[1] or ''}{'' if ok else '  WRONG'}")
+            del a, b, c, ref
+            torch.cuda.empty_cache()
+    print("(time ratios: >1 means slower than the peer)")
+    common.save_rows(args.json, rows, {"matmul": {"device": torch.cuda.get_device_name(0)}})
+    bad = [r for r in rows if r["impl"] == "tritium" and not r.get("ok", True)]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""GPU tests (marker gpu) of tl.dot on the tensor cores: the tutorial's matmul for every dtype and
+precision, ragged shapes, several warps and block shapes, chained dots, dots in branches and nested
+loops, transposed operands. Against torch on fresh random inputs, outputs poisoned with NaN (or an
+integer sentinel) before each launch. The kernels are written exactly as for Triton."""
+
+import zlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+import tritium as triton  # noqa: E402
+import tritium.language as tl  # noqa: E402
+
+DEV = "cuda"
+
+
+@pytest.fixture(autouse=True)
+def _seed(request):
+    torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
+
+
+def poisoned(shape, dtype):
+    if dtype.is_floating_point:
+        return torch.full(shape, float("nan"), dtype=dtype, device=DEV)
+    return torch.full(shape, torch.iinfo(dtype).max - 5, dtype=dtype, device=DEV)
+
+
+def rand(shape, dtype):
+    if dtype in (torch.int8,):
+        return torch.randint(-128, 128, shape, device=DEV, dtype=torch.int32).to(dtype)
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return (torch.randn(shape, device=DEV) * 2).to(dtype)
+    return torch.randn(shape, device=DEV).to(dtype)
+
+
+def tf32(x):
+    """x (fp32) rounded to tf32 as cvt.rna.tf32.f32 does: nearest, ties away from zero."""
+    b = x.contiguous().view(torch.int32)
+    b = (b + 0x1000) & ~0x1FFF
+    return b.view(torch.float32)
+
+
+def rel_err(out, ref):
+    out64, ref64 = out.double(), ref.double()
+    assert not torch.isnan(out64).any(), "output holds NaN (an unwritten element?)"
+    return float((out64 - ref64).norm() / ref64.norm().clamp_min(1e-30))
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                  stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, PRECISION: tl.constexpr, OUT_F16_ACC: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    if OUT_F16_ACC:
+        accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
+    elif a_ptr.dtype.element_ty == tl.int8:
+        accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    else:
+        accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        if OUT_F16_ACC:
+            accumulator = tl.dot(a, b, accumulator, out_dtype=tl.float16)
+        else:
+            accumulator = tl.dot(a, b, accumulator, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = accumulator.to(c_ptr.dtype.element_ty)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+def run_matmul(a, b, out_dtype, BM=64, BN=64, BK=32, num_warps=4, precision="tf32", f16acc=False):
+    M, K = a.shape
+    _, N = b.shape
+    c = poisoned((M, N), out_dtype)
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                        c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, PRECISION=precision,
+                        OUT_F16_ACC=f16acc, num_warps=num_warps)
+    return c
+
+
+SHAPES = [(64, 64, 64), (128, 256, 96), (200, 136, 72), (33, 65, 80), (512, 512, 512)]
+CONFIGS = [(64, 64, 32, 4), (128, 128, 32, 4), (128, 64, 64, 8), (32, 32, 16, 1), (16, 128, 16, 2)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=str)
+@pytest.mark.parametrize("BM,BN,BK,warps", CONFIGS, ids=str)
+def test_matmul_16bit(dtype, M, N, K, BM, BN, BK, warps):
+    a, b = rand((M, K), dtype), rand((K, N), dtype)
+    c = run_matmul(a, b, dtype, BM, BN, BK, warps)
+    ref = a.float() @ b.float()
+    assert rel_err(c.float(), ref) < 1e-2
+
+
+@pytest.mark.parametrize("M,N,K", SHAPES[:4], ids=str)
+def test_matmul_fp32_out(M, N, K):
+    a, b = rand((M, K), torch.float16), rand((K, N), torch.float16)
+    c = run_matmul(a, b, torch.float32)
+    ref = a.double() @ b.double()
+    assert rel_err(c, ref) < 1e-5
+
+
+@pytest.mark.parametrize("M,N,K", SHAPES[:4], ids=str)
+def test_matmul_fp16_accumulate(M, N, K):
+    a, b = rand((M, K), torch.float16), rand((K, N), torch.float16)
+    c = run_matmul(a, b, torch.float16, f16acc=True)
+    ref = a.float() @ b.float()
+    assert rel_err(c.float(), ref) < 2e-2
+
+
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3", "ieee"])
+@pytest.mark.parametrize("M,N,K", SHAPES[:4], ids=str)
+@pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 32, 4), (32, 64, 16, 2)], ids=str)
+def test_matmul_fp32(precision, M, N, K, BM, BN, BK, warps):
+    a, b = rand((M, K), torch.float32), rand((K, N), torch.float32)
+    c = run_matmul(a, b, torch.float32, BM, BN, BK, warps, precision=precision)
+    exact = a.double() @ b.double()
+    if precision == "tf32":
+        # Products of tf32-rounded inputs, summed in fp32: close to that, far from exact fp32.
+        ref = tf32(a).double() @ tf32(b).double()
+        assert rel_err(c, ref) < 1e-5
+        assert rel_err(c, exact) > 1e-5
+    else:
+        assert rel_err(c, exact) < 1e-5
+
+
+def test_matmul_int8():
+    M, N, K = 96, 80, 112
+    a, b = rand((M, K), torch.int8), rand((K, N), torch.int8)
+    c = run_matmul(a, b, torch.int32, 32, 32, 32, 4)
+    ref = (a.cpu().long() @ b.cpu().long()).to(torch.int32).to(DEV)  # no integer matmul on CUDA
+    assert torch.equal(c, ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+def test_matmul_fp8(dtype):
+    M, N, K = 128, 64, 96
+    a, b = rand((M, K), dtype), rand((K, N), dtype)
+    c = run_matmul(a, b, torch.float32, 64, 64, 32, 4)
+    ref = a.double() @ b.double()
+    assert rel_err(c, ref) < 1e-6
+
+
+@triton.jit
+def chain_kernel(q_ptr, k_ptr, v_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, D: tl.constexpr,
+                 USE_IF: tl.constexpr, flag):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    kt = tl.load(k_ptr + rn[None, :] * D + rd[:, None])  # D x N: k transposed by the pointers
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    s = tl.dot(q, kt)
+    if USE_IF:
+        if flag > 0:
+            s = s * 0.5
+    p = s.to(tl.float16)
+    o = tl.dot(p, v)
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], o)
+
+
+@pytest.mark.parametrize("use_if", [False, True])
+@pytest.mark.parametrize("M,N,D,warps", [(64, 64, 32, 4), (32, 128, 64, 4), (128, 64, 64, 8)], ids=str)
+def test_chained_dots(M, N, D, warps, use_if):
+    q = rand((M, D), torch.float16) * 0.25
+    k = rand((N, D), torch.float16) * 0.25
+    v = rand((N, D), torch.float16)
+    o = poisoned((M, D), torch.float32)
+    chain_kernel[(1,)](q, k, v, o, M=M, N=N, D=D, USE_IF=use_if, flag=1, num_warps=warps)
+    s = q.float() @ k.float().T
+    if use_if:
+        s = s * 0.5
+    ref = s.half().float() @ v.float()
+    assert rel_err(o, ref) < 1e-2
+
+
+@triton.jit
+def nested_kernel(a_ptr, b_ptr, c_ptr, R, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                  BK: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, BK)
+    total = tl.zeros((M, N), dtype=tl.float32)
+    for r in range(R):
+        acc = tl.zeros((M, N), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + r * M * K + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+            acc += tl.dot(a, b)
+        total += tl.where(acc > 0, acc, 0.0)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], total)
+
+
+def test_nested_loops():
+    R, M, N, K, BK = 3, 64, 32, 64, 16
+    a = rand((R, M, K), torch.bfloat16)
+    b = rand((K, N), torch.bfloat16)
+    c = poisoned((M, N), torch.float32)
+    nested_kernel[(1,)](a, b, c, R, M=M, N=N, K=K, BK=BK)
+    ref = sum(torch.relu(a[r].float() @ b.float()) for r in range(R))
+    assert rel_err(c, ref) < 1e-5
+
+
+@triton.jit
+def trans_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rn[:, None] * K + rk[None, :])  # N x K
+    c = tl.dot(a, tl.trans(b))
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+def test_trans_operand():
+    M, N, K = 64, 128, 32
+    a, b = rand((M, K), torch.float16), rand((N, K), torch.float16)
+    c = poisoned((M, N), torch.float32)
+    trans_kernel[(1,)](a, b, c, M=M, N=N, K=K)
+    assert rel_err(c, a.float() @ b.float().T) < 1e-5
+
+
+def test_dot_matches_executor():
+    """The same kernel on the GPU and on the CPU executor (numpy inputs) gives the same result."""
+    np = pytest.importorskip("numpy")
+    M, N, K = 64, 64, 64
+    a, b = rand((M, K), torch.float16), rand((K, N), torch.float16)
+    c = run_matmul(a, b, torch.float32)
+    a_np, b_np = a.cpu().numpy(), b.cpu().numpy()
+    c_np = np.full((M, N), np.nan, dtype=np.float32)
+    matmul_kernel[(1,)](a_np, b_np, c_np, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
+                        GROUP_M=8, PRECISION="tf32", OUT_F16_ACC=False)
+    assert rel_err(c.cpu(), torch.from_numpy(c_np)) < 1e-6
