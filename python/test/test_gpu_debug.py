@@ -61,9 +61,12 @@ def _compile_tir(path, target, bounds_check=True):
     C = load_C()
     text = open(path).read()
     out = []
+    # Memory descriptors exist only in GPU IR: those files skip the GPU passes.
+    gpu_ir = "!ttg.memdesc" in text
     for name in _kernels(text):
         module = C.parse_module(text, path)
-        out.append(C.compile_to_ptx(module, name, target, 4, 3, bounds_check=bounds_check))
+        out.append(C.compile_to_ptx(module, name, target, 4, 3, bounds_check=bounds_check,
+                                    gpu_ir=gpu_ir))
     return out
 
 
@@ -125,6 +128,8 @@ def test_every_target_kernel_assembles_with_checks():
     assert len(files) >= 8
     for path in files:
         for target in TARGETS:
+            if path.endswith("_sm90.tir") and target != "sm_90a":
+                continue  # sm_90 instructions: an error elsewhere (the file checks it)
             for r in _compile_tir(path, target):
                 assert "bounds_check" in r
                 declared = [ln for ln in r["ptx"].splitlines() if ln.startswith("\t.param ")]

@@ -377,7 +377,11 @@ int countConversions(Function &f) {
 
 TEST(ConvertToGPU, EveryKernelGetsLayoutsAndVerifies) {
   for (auto &entry : fs::directory_iterator(repoRoot() / "test" / "target")) {
-    auto m = parseModule(readFile(entry.path()), entry.path().string());
+    std::string text = readFile(entry.path());
+    // Memory descriptors exist only after these passes (hand-written GPU IR).
+    if (text.find("!ttg.memdesc") != std::string::npos)
+      continue;
+    auto m = parseModule(text, entry.path().string());
     PassStats stats;
     runGPUPasses(*m, stats);
     for (auto &f : m->functions())
