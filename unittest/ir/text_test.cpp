@@ -1041,7 +1041,8 @@ TEST(TextVerify, DotShapes) {
                   "'tt.dot' op accumulator must be 4x2, found tensor<4x8xf32>");
   EXPECT_CONTAINS(
       verifyError(fn("  %x = tt.dot %tf, %n, %m : tensor<4x8xf32>")),
-      "'tt.dot' op operand #0 must be a 2-D tensor, found tensor<4xf32>");
+      "'tt.dot' op operand #0 must be a 2-D or 3-D tensor, found "
+      "tensor<4xf32>");
   EXPECT_CONTAINS(verifyError(fn("  %c = tt.reshape %m : tensor<4x8xf32>\n"
                                  "  %x = tt.dot %m, %n, %c {input_precision = "
                                  "\"fp64\"} : tensor<4x8xf32>")),
