@@ -391,15 +391,17 @@ void bindBuilder(py::module_ &m) {
       .def(
           "dot",
           [](py::object s, py::handle a, py::handle c, py::handle acc,
-             const std::string &precision, const std::string &outDType) {
+             const std::string &precision, const std::string &outDType,
+             int64_t maxNumImpreciseAcc) {
             Builder &bd = self(s);
             return wrapRef(bd.dot(valueArg(bd, a, "a"), valueArg(bd, c, "b"),
                                   toValueOrNull(bd, acc), precision,
-                                  parseDTypeArg(outDType)),
+                                  parseDTypeArg(outDType), maxNumImpreciseAcc),
                            s);
           },
           py::arg("a"), py::arg("b"), py::arg("acc") = py::none(),
-          py::arg("input_precision") = "tf32", py::arg("out_dtype") = "f32");
+          py::arg("input_precision") = "tf32", py::arg("out_dtype") = "f32",
+          py::arg("max_num_imprecise_acc") = 0);
 }
 
 } // namespace tritium::bindings

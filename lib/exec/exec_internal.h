@@ -300,6 +300,9 @@ void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx);
 void evalArith(const OpPlan &op, Frame &f, const ProgramCtx &ctx);
 /// Shape ops, reductions, dot (tensor_ops.cpp).
 void evalTensorOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx);
+/// tt.dot's result for operands a, b and accumulator c (dot.cpp).
+RValue dot(const OpPlan &op, const RValue &a, const RValue &b,
+           const RValue &c);
 /// addptr, load, store, atomics, int/pointer casts (memory.cpp).
 void evalMemoryOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx);
 

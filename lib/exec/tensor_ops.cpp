@@ -1,7 +1,7 @@
 // Whole-tensor ops of the CPU executor: constants and ranges, program ids,
 // shape ops (splat, broadcast, expand_dims, reshape, trans, convert_layout:
 // an alias of its operand, since values are row-major whatever their layout),
-// reductions and matrix products.
+// reductions; tt.dot's arithmetic is in dot.cpp.
 //
 // Reductions: sum and prod of floats accumulate in double and round to the
 // element type once at the end (at least as accurate as the GPU's tree of
@@ -9,10 +9,6 @@
 // NaN unless every element is NaN; argmax/argmin give the first index of the
 // extreme (NaN ignored; index 0 when all are NaN).
 //
-// tt.dot accumulates in the accumulator's element type, over k in order:
-// fp32 accumulators use float arithmetic (inputs of fp16/bf16/fp8 multiply
-// exactly in fp32; fp32 inputs are not rounded to tf32), fp16/bf16
-// accumulators round after every add, integer accumulators wrap.
 #include "exec_internal.h"
 
 #include <algorithm>
@@ -249,76 +245,6 @@ RValue reduce(const OpPlan &op, const RValue &a) {
   if (fl && isFloat(out) && out != in)
     for (int64_t i = 0; i < r.size(); ++i)
       z[i].f = roundF(z[i].f, out);
-  return r;
-}
-
-double asDouble(Slot s, DType t) { return isFloat(t) ? s.f : double(s.i); }
-
-RValue dot(const OpPlan &op, const RValue &a, const RValue &b,
-           const RValue &c) {
-  const Type *rt = op.op->result(0)->type();
-  RValue r = RValue::alloc(rt);
-  int64_t M = a.type()->shape()[0], K = a.type()->shape()[1],
-          N = b.type()->shape()[1];
-  DType da = elemDType(a.type()), db = elemDType(b.type()), dc = elemDType(rt);
-  const Slot *x = a.data(), *y = b.data(), *cc = c.data();
-  Slot *z = r.mutableData();
-
-  if (isInteger(dc) && isInteger(da) && isInteger(db)) {
-    IntFmt o = intFmt(dc);
-    std::vector<uint64_t> row(N);
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t n = 0; n < N; ++n)
-        row[n] = cc[m * N + n].u;
-      for (int64_t k = 0; k < K; ++k) {
-        uint64_t av = x[m * K + k].u;
-        for (int64_t n = 0; n < N; ++n)
-          row[n] += av * y[k * N + n].u;
-      }
-      for (int64_t n = 0; n < N; ++n)
-        z[m * N + n].i = o.norm(int64_t(row[n]));
-    }
-    return r;
-  }
-
-  if (dc == DType::FP32 && da != DType::FP64 && db != DType::FP64) {
-    std::vector<float> bf(K * N), row(N);
-    for (int64_t i = 0; i < K * N; ++i)
-      bf[i] = float(asDouble(y[i], db));
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t n = 0; n < N; ++n)
-        row[n] = float(cc[m * N + n].f);
-      for (int64_t k = 0; k < K; ++k) {
-        float av = float(asDouble(x[m * K + k], da));
-        const float *bk = &bf[k * N];
-        for (int64_t n = 0; n < N; ++n)
-          row[n] += av * bk[n];
-      }
-      for (int64_t n = 0; n < N; ++n)
-        z[m * N + n].f = row[n];
-    }
-    return r;
-  }
-
-  // fp64, fp16 and bf16 accumulators (or mixed inputs): double arithmetic,
-  // products of sub-fp64 inputs rounded to fp32, sums to the accumulator.
-  bool narrowInputs = da != DType::FP64 && db != DType::FP64;
-  std::vector<double> row(N);
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t n = 0; n < N; ++n)
-      row[n] = asDouble(cc[m * N + n], dc);
-    for (int64_t k = 0; k < K; ++k) {
-      double av = asDouble(x[m * K + k], da);
-      for (int64_t n = 0; n < N; ++n) {
-        double p = av * asDouble(y[k * N + n], db);
-        if (narrowInputs)
-          p = double(float(p));
-        row[n] = roundF(row[n] + p, dc);
-      }
-    }
-    for (int64_t n = 0; n < N; ++n)
-      z[m * N + n].f = row[n];
-  }
   return r;
 }
 

@@ -508,34 +508,46 @@ Value *Builder::reduce(Value *x, std::optional<int> axisIn,
 }
 
 Value *Builder::dot(Value *a, Value *b, Value *acc,
-                    const std::string &inputPrecision, DType outDType) {
+                    const std::string &inputPrecision, DType outDType,
+                    int64_t maxNumImpreciseAcc) {
   requireValue(a, "dot lhs");
   requireValue(b, "dot rhs");
-  if (a->type()->rank() != 2 || b->type()->rank() != 2)
-    error("tl.dot expects two 2-D tensors, got " + a->type()->str() + " and " +
-          b->type()->str());
+  const std::string shapes = a->type()->str() + " and " + b->type()->str();
+  int rank = a->type()->rank();
+  if (rank != b->type()->rank() || (rank != 2 && rank != 3))
+    error("tl.dot expects two 2-D tensors (or two 3-D tensors for a batched "
+          "product), got " +
+          shapes);
   if (isPtrLike(a) || isPtrLike(b))
-    error("tl.dot expects numeric tensors, got " + a->type()->str() + " and " +
-          b->type()->str());
+    error("tl.dot expects numeric tensors, got " + shapes);
   DType da = elemDType(a), db = elemDType(b);
-  if (!(isFp8(da) && isFp8(db))) {
+  // fp8 operands may mix e4m3 and e5m2 (the tensor cores take either kind on
+  // each side); every other dtype must match.
+  bool fp8 = isFp8(da) && isFp8(db);
+  if (!fp8) {
     auto ok = [](DType d) {
       return d == DType::I8 || d == DType::U8 || d == DType::FP16 ||
              d == DType::BF16 || d == DType::FP32 || d == DType::FP64;
     };
     if (!ok(da) || !ok(db))
       error("tl.dot supports operands of i8, f16, bf16, f32, f64 or fp8, got " +
-            a->type()->str() + " and " + b->type()->str());
+            shapes);
     if (da != db)
-      error("tl.dot: both operands must have the same dtype, got " +
-            a->type()->str() + " and " + b->type()->str());
+      error("tl.dot: both operands must have the same dtype, got " + shapes);
   }
-  int64_t M = shapeOf(a)[0], K = shapeOf(a)[1], K2 = shapeOf(b)[0],
-          N = shapeOf(b)[1];
+  // Batched: [B, M, K] @ [B, K, N]; the batch dims must agree exactly (no
+  // broadcasting, as in Triton).
+  const std::vector<int64_t> &sa = shapeOf(a), &sb = shapeOf(b);
+  int o = rank - 2;
+  if (rank == 3 && sa[0] != sb[0])
+    error("tl.dot: incompatible batch dimensions of " + shapes + ": " +
+          std::to_string(sa[0]) + " and " + std::to_string(sb[0]));
+  int64_t M = sa[o], K = sa[o + 1], K2 = sb[o], N = sb[o + 1];
   if (K != K2)
-    error("tl.dot: incompatible shapes " + a->type()->str() + " and " +
-          b->type()->str() + ": the first operand's second dimension (" +
-          std::to_string(K) + ") must equal the second operand's first (" +
+    error("tl.dot: incompatible shapes " + shapes +
+          ": the first operand's " + (rank == 3 ? "third" : "second") +
+          " dimension (" + std::to_string(K) + ") must equal the second "
+          "operand's " + (rank == 3 ? "second" : "first") + " (" +
           std::to_string(K2) + ")");
   if (M < 16 || N < 16 || K < 16)
     error("tl.dot needs M, N and K >= 16, got M=" + std::to_string(M) +
@@ -545,6 +557,9 @@ Value *Builder::dot(Value *a, Value *b, Value *acc,
   if (prec != "tf32" && prec != "tf32x3" && prec != "ieee")
     error("tl.dot input_precision must be one of tf32, tf32x3, ieee, got '" +
           inputPrecision + "'");
+  if (maxNumImpreciseAcc < 0)
+    error("tl.dot: max_num_imprecise_acc must be >= 0, got " +
+          std::to_string(maxNumImpreciseAcc));
 
   DType ret;
   if (isInteger(da)) {
@@ -565,16 +580,30 @@ Value *Builder::dot(Value *a, Value *b, Value *acc,
             dtypeName(da) + " operands, got " + dtypeName(outDType));
     ret = outDType;
   }
-  const Type *retTy = Type::tensor(scalarTy(ret), {M, N});
+  std::vector<int64_t> retShape = {M, N};
+  if (rank == 3)
+    retShape.insert(retShape.begin(), sa[0]);
+  const Type *retTy = Type::tensor(scalarTy(ret), retShape);
   if (acc) {
-    if (acc->type() != retTy)
+    if (acc->type() != retTy) {
+      std::string hint;
+      if (ret == DType::FP32 && da == DType::FP16 && acc->type()->isTensor() &&
+          elemDType(acc) == DType::FP16)
+        hint = " (pass out_dtype=tl.float16 to accumulate in f16)";
       error("tl.dot: the accumulator must be " + retTy->str() + ", got " +
-            acc->type()->str());
+            acc->type()->str() + hint);
+    }
   } else {
-    acc = constTensor(0.0, ret, {M, N});
+    acc = constTensor(0.0, ret, retShape);
   }
+  // max_num_imprecise_acc only means something for fp8 operands (how many
+  // k-products Hopper's fp8 wgmma may add at reduced precision before
+  // promoting to fp32), so other dtypes store 0 whatever was asked. Neither
+  // the executor nor our GPU lowering accumulates imprecisely, so the value
+  // never changes a result.
   return mk(*this, OpCode::Dot, {a, b, acc}, retTy,
-            {{"input_precision", prec}, {"max_num_imprecise_acc", int64_t(0)}});
+            {{"input_precision", prec},
+             {"max_num_imprecise_acc", fp8 ? maxNumImpreciseAcc : int64_t(0)}});
 }
 
 } // namespace tritium

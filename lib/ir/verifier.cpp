@@ -673,27 +673,44 @@ private:
       return;
     }
     case OpCode::Dot: {
+      // 2-D: MxK @ KxN + MxN; batched (3-D): BxMxK @ BxKxN + BxMxN.
       const Type *a = ty(op, 0), *b = ty(op, 1), *c = ty(op, 2);
       for (unsigned i = 0; i < 3; ++i)
-        if (!ty(op, i)->isTensor() || ty(op, i)->rank() != 2)
+        if (!ty(op, i)->isTensor() ||
+            (ty(op, i)->rank() != 2 && ty(op, i)->rank() != 3))
           fail(op, "operand #" + std::to_string(i) +
-                       " must be a 2-D tensor, found " + typeText(ty(op, i)));
+                       " must be a 2-D or 3-D tensor, found " +
+                       typeText(ty(op, i)));
+      if (b->rank() != a->rank() || c->rank() != a->rank())
+        fail(op, "operands must all be 2-D or all be 3-D, found " +
+                     typeText(a) + ", " + typeText(b) + " and " + typeText(c));
       for (unsigned i = 0; i < 3; ++i)
         if (ptrLike(ty(op, i)))
           fail(op, "operand #" + std::to_string(i) +
                        " must hold numbers, not pointers: " +
                        typeText(ty(op, i)));
-      int64_t M = a->shape()[0], K = a->shape()[1], N = b->shape()[1];
-      if (b->shape()[0] != K)
+      int o = a->rank() - 2;
+      if (o == 1 && (b->shape()[0] != a->shape()[0] ||
+                     c->shape()[0] != a->shape()[0]))
+        fail(op, "batch dimensions differ: " + typeText(a) + ", " +
+                     typeText(b) + " and " + typeText(c));
+      int64_t M = a->shape()[o], K = a->shape()[o + 1], N = b->shape()[o + 1];
+      if (b->shape()[o] != K)
         fail(op,
              "inner dimensions differ: " + typeText(a) + " and " + typeText(b));
-      if (c->shape()[0] != M || c->shape()[1] != N)
-        fail(op, "accumulator must be " + std::to_string(M) + "x" +
-                     std::to_string(N) + ", found " + typeText(c));
+      if (c->shape()[o] != M || c->shape()[o + 1] != N)
+        fail(op, "accumulator must be " +
+                     (o ? std::to_string(a->shape()[0]) + "x" : "") +
+                     std::to_string(M) + "x" + std::to_string(N) + ", found " +
+                     typeText(c));
       resultIsOperandType(op, c);
       if (op.hasAttr("input_precision"))
         oneOf(op, "input_precision", op.strAttr("input_precision"),
               {"tf32", "tf32x3", "ieee"});
+      if (op.hasAttr("max_num_imprecise_acc") &&
+          op.intAttr("max_num_imprecise_acc") < 0)
+        fail(op, "attribute 'max_num_imprecise_acc' must be >= 0, found " +
+                     std::to_string(op.intAttr("max_num_imprecise_acc")));
       return;
     }
 

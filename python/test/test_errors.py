@@ -323,6 +323,53 @@ def test_dot_of_1d_tensors():
 
 
 @triton.jit
+def _dot_errors_kernel(x_ptr, CASE: tl.constexpr, P: tl.constexpr):
+    a = tl.zeros((32, 16), tl.float32)
+    b = tl.zeros((16, 32), tl.float32)
+    h = tl.zeros((32, 16), tl.float16)
+    g = tl.zeros((16, 32), tl.float16)
+    a3 = tl.zeros((2, 32, 16), tl.float32)
+    if CASE == 0:
+        c = tl.dot(a, b, input_precision=P)  # ERR dot-precision
+    elif CASE == 1:
+        c = tl.dot(a, b, input_precision="ieee", allow_tf32=False)  # ERR dot-both
+    elif CASE == 2:
+        c = tl.dot(a3, tl.zeros((4, 16, 32), tl.float32))  # ERR dot-batch
+    elif CASE == 3:
+        c = tl.dot(a3, b)  # ERR dot-rank-mix
+    elif CASE == 4:
+        c = tl.dot(a3, tl.zeros((2, 32, 32), tl.float32))  # ERR dot-batched-k
+    elif CASE == 5:
+        c = tl.dot(tl.zeros((2, 16, 8), tl.float16), tl.zeros((2, 8, 16), tl.float16))  # ERR dot-small
+    elif CASE == 6:
+        c = tl.dot(h, g, acc=tl.zeros((32, 32), tl.float16))  # ERR dot-acc16
+    elif CASE == 7:
+        c = tl.dot(h, g, out_dtype=tl.bfloat16)  # ERR dot-bf16
+    elif CASE == 8:
+        c = tl.dot(a, b, max_num_imprecise_acc=-1)  # ERR dot-imprecise
+    else:
+        c = tl.dot(a, tl.zeros((16, 32), tl.float16))  # ERR dot-mixed
+    tl.store(x_ptr + tl.arange(0, 16), tl.sum(tl.reshape(c, (c.numel,)), 0) + tl.zeros((16,), tl.float32))
+
+
+@pytest.mark.parametrize("case,marker,patterns", [
+    (0, "dot-precision", [r"input_precision", r"'bf16x9'", r"tf32x3"]),
+    (1, "dot-both", [r"input_precision", r"allow_tf32", r"not both"]),
+    (2, "dot-batch", [r"batch", r"tensor<2x32x16xf32>", r"tensor<4x16x32xf32>"]),
+    (3, "dot-rank-mix", [r"2-D", r"3-D", r"tensor<2x32x16xf32>", r"tensor<16x32xf32>"]),
+    (4, "dot-batched-k", [r"third dimension \(16\)", r"second \(32\)", r"tensor<2x32x32xf32>"]),
+    (5, "dot-small", [r"M, N and K >= 16", r"K=8", r"tensor<2x16x8xf16> @ tensor<2x8x16xf16>"]),
+    (6, "dot-acc16", [r"accumulator must be tensor<32x32xf32>", r"out_dtype=tl.float16"]),
+    (7, "dot-bf16", [r"out_dtype=bf16"]),
+    (8, "dot-imprecise", [r"max_num_imprecise_acc", r"-1"]),
+    (9, "dot-mixed", [r"same dtype", r"tensor<32x16xf32>", r"tensor<16x32xf16>"]),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_dot_errors(case, marker, patterns):
+    e = compile_error(_dot_errors_kernel, (1,), X, CASE=case, P="bf16x9")
+    check_error(e, marker, "tl.dot(", *patterns)
+
+
+@triton.jit
 def _bad_arange_helper(x):
     return x + tl.arange(0, 24)  # ERR in-helper
 

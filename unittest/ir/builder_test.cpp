@@ -737,6 +737,66 @@ TEST(BuilderDot, ShapesAndTypes) {
       "two 2-D tensors");
 }
 
+TEST(BuilderDot, BatchedAndImpreciseAcc) {
+  Fixture fx;
+  Value *a = fx.val(T(DType::FP32, {2, 16, 32})),
+        *b = fx.val(T(DType::FP32, {2, 32, 64}));
+  Value *d = fx.b.dot(a, b, nullptr, "TF32x3", DType::FP32);
+  EXPECT_EQ(d->type(), T(DType::FP32, {2, 16, 64}));
+  EXPECT_EQ(d->definingOp()->strAttr("input_precision"), "tf32x3");
+  EXPECT_EQ(d->definingOp()->operand(2)->type(), T(DType::FP32, {2, 16, 64}));
+  expectUserError(
+      [&] {
+        fx.b.dot(a, fx.val(T(DType::FP32, {4, 32, 64})), nullptr, "tf32",
+                 DType::FP32);
+      },
+      "incompatible batch dimensions of tensor<2x16x32xf32> and "
+      "tensor<4x32x64xf32>: 2 and 4");
+  expectUserError(
+      [&] { fx.b.dot(a, a, nullptr, "tf32", DType::FP32); },
+      "the first operand's third dimension (32) must equal the second "
+      "operand's second (16)");
+  expectUserError(
+      [&] {
+        fx.b.dot(a, fx.val(T(DType::FP32, {32, 64})), nullptr, "tf32",
+                 DType::FP32);
+      },
+      "two 2-D tensors (or two 3-D tensors for a batched product), got "
+      "tensor<2x16x32xf32> and tensor<32x64xf32>");
+  expectUserError(
+      [&] {
+        fx.b.dot(a, b, fx.val(T(DType::FP32, {16, 64})), "tf32", DType::FP32);
+      },
+      "accumulator must be tensor<2x16x64xf32>");
+  expectUserError([&] { fx.b.dot(a, b, nullptr, "bf16x3", DType::FP32); },
+                  "input_precision must be one of tf32, tf32x3, ieee, got "
+                  "'bf16x3'");
+  // max_num_imprecise_acc: kept for fp8 operands (mixed kinds allowed), 0
+  // for the others, never negative.
+  Value *p = fx.val(T(DType::FP8E4NV, {16, 32})),
+        *q = fx.val(T(DType::FP8E5, {32, 16}));
+  Value *e = fx.b.dot(p, q, nullptr, "tf32", DType::FP32, 32);
+  EXPECT_EQ(e->definingOp()->intAttr("max_num_imprecise_acc"), 32);
+  EXPECT_EQ(fx.b.dot(a, b, nullptr, "tf32", DType::FP32, 32)
+                ->definingOp()
+                ->intAttr("max_num_imprecise_acc"),
+            0);
+  expectUserError([&] { fx.b.dot(p, q, nullptr, "tf32", DType::FP32, -1); },
+                  "max_num_imprecise_acc must be >= 0, got -1");
+  // An fp16 accumulator with the default out_dtype says how to get one.
+  Value *h = fx.val(T(DType::FP16, {16, 32})),
+        *g = fx.val(T(DType::FP16, {32, 16}));
+  expectUserError(
+      [&] {
+        fx.b.dot(h, g, fx.val(T(DType::FP16, {16, 16})), "tf32", DType::FP32);
+      },
+      "(pass out_dtype=tl.float16 to accumulate in f16)");
+  EXPECT_EQ(fx.b.dot(h, g, fx.val(T(DType::FP16, {16, 16})), "tf32",
+                     DType::FP16)
+                ->type(),
+            T(DType::FP16, {16, 16}));
+}
+
 // ---------------------------------------------------------------------------
 // Control flow and functions
 // ---------------------------------------------------------------------------

@@ -1044,11 +1044,26 @@ TEST(TextVerify, DotShapes) {
                   "'tt.dot' op accumulator must be 4x2, found tensor<4x8xf32>");
   EXPECT_CONTAINS(
       verifyError(fn("  %x = tt.dot %tf, %n, %m : tensor<4x8xf32>")),
-      "'tt.dot' op operand #0 must be a 2-D tensor, found tensor<4xf32>");
+      "'tt.dot' op operand #0 must be a 2-D or 3-D tensor, found "
+      "tensor<4xf32>");
   EXPECT_CONTAINS(verifyError(fn("  %c = tt.reshape %m : tensor<4x8xf32>\n"
                                  "  %x = tt.dot %m, %n, %c {input_precision = "
                                  "\"fp64\"} : tensor<4x8xf32>")),
                   "'tt.dot' op accumulator must be 4x2");
+  EXPECT_CONTAINS(
+      verifyError("tt.func @k(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>, "
+                  "%c: tensor<4x2xf32>) {\n"
+                  "  %x = tt.dot %a, %b, %c {max_num_imprecise_acc = -4} : "
+                  "tensor<4x2xf32>\n"
+                  "  tt.return\n}\n"),
+      "'tt.dot' op attribute 'max_num_imprecise_acc' must be >= 0, found -4");
+  // Batched: the accumulator's batch dimension is checked too.
+  EXPECT_CONTAINS(
+      verifyError("tt.func @k(%a: tensor<2x4x8xf32>, %b: tensor<2x8x2xf32>, "
+                  "%c: tensor<2x4x4xf32>) {\n"
+                  "  %x = tt.dot %a, %b, %c : tensor<2x4x4xf32>\n"
+                  "  tt.return\n}\n"),
+      "'tt.dot' op accumulator must be 2x4x2, found tensor<2x4x4xf32>");
 }
 
 TEST(TextVerify, RequiredAttributes) {

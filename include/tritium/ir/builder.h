@@ -194,10 +194,12 @@ public:
   /// sum widens ints narrower than 32 bits to (u)int32, as Triton does.
   Value *reduce(Value *x, std::optional<int> axis, const std::string &kind,
                 bool keepDims);
-  /// tl.dot(a, b, acc, input_precision, out_dtype): a MxK, b KxN, both 2-D
-  /// with M, N, K >= 16; acc (or zeros of out_dtype) MxN.
+  /// tl.dot(a, b, acc, input_precision, out_dtype, max_num_imprecise_acc):
+  /// a MxK, b KxN (or batched: BxMxK and BxKxN) with M, N, K >= 16; acc (or
+  /// zeros of out_dtype) MxN (BxMxN).
   Value *dot(Value *a, Value *b, Value *acc,
-             const std::string &inputPrecision, DType outDType);
+             const std::string &inputPrecision, DType outDType,
+             int64_t maxNumImpreciseAcc = 0);
 
 private:
   Module &module_;

@@ -953,18 +953,31 @@ def xor_sum(input, axis=None, keep_dims=False):
 @builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=float32):
+    """input @ other (+ acc): 2-D (MxK @ KxN) or batched 3-D (BxMxK @ BxKxN), with M, N, K >= 16.
+
+    fp32 operands follow input_precision: "tf32" (the default; allow_tf32=False means "ieee"),
+    "tf32x3" or "ieee"; lib/exec/dot.cpp defines each bit for bit. max_num_imprecise_acc is kept
+    on the op for fp8 operands but changes no result: fp8 products always accumulate in full fp32.
+    """
     a, b_ = _unwrap(input), _unwrap(other)
     if not isinstance(a, tensor) or not isinstance(b_, tensor):
         raise TypeError("tl.dot's operands must be tensors")
     precision = _unwrap(input_precision)
     allow_tf32 = _unwrap(allow_tf32)
+    if precision is not None and allow_tf32 is not None:
+        raise ValueError("tl.dot: pass input_precision or allow_tf32, not both")
     if precision is None:
         precision = "tf32" if allow_tf32 in (None, True) else "ieee"
+    if not isinstance(precision, str):
+        raise TypeError(f"tl.dot's input_precision must be a string constexpr (tf32, tf32x3 or ieee), "
+                        f"got {precision!r}")
+    imprecise = _unwrap(max_num_imprecise_acc)
+    imprecise = 0 if imprecise is None else _constexpr_int(imprecise, "tl.dot's max_num_imprecise_acc")
     acc = _unwrap(acc)
     out = _to_dtype(out_dtype, "tl.dot's out_dtype")
     return tensor(_builder().dot(a.handle, b_.handle,
                                  None if acc is None else _value(acc, "acc"),
-                                 str(precision), out.ir_name))
+                                 precision, out.ir_name, imprecise))
 
 
 @builtin
