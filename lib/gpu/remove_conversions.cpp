@@ -187,6 +187,10 @@ const PassTable &gpuPasses() {
        "Drop needless layout conversions; recompute cheap producers in the "
        "wanted layout",
        removeLayoutConversions},
+      {"pipeline",
+       "Software-pipeline loops: loads into shared memory become "
+       "multi-buffered async copies num_stages-1 iterations ahead",
+       pipelineLoops},
       {"allocate-shared-memory",
        "Give every shared-memory buffer an offset (allocation.offset) by "
        "liveness; the total (shared) within the target's limit",
