@@ -57,6 +57,7 @@
 
 #include "tritium/transforms/rewrite.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>
@@ -66,9 +67,12 @@ namespace tritium::gpu {
 
 namespace {
 
+constexpr int64_t kMaxStages = 32;
+
 std::optional<int64_t> intConstant(Value *v) {
   Operation *def = v->definingOp();
-  if (!def || def->code() != OpCode::Constant || !def->result(0)->type()->isScalar())
+  if (!def || def->code() != OpCode::Constant ||
+      !def->result(0)->type()->isScalar())
     return std::nullopt;
   auto it = def->attrs().find("value");
   if (it == def->attrs().end())
@@ -280,8 +284,8 @@ struct Emitter {
   Operation *raw(OpCode code, std::vector<Value *> in,
                  std::vector<const Type *> types,
                  std::map<std::string, Attribute> attrs = {}) {
-    return block->insert(
-        pos, Operation::create(code, std::move(in), types, std::move(attrs), loc));
+    return block->insert(pos, Operation::create(code, std::move(in), types,
+                                                std::move(attrs), loc));
   }
   Value *op(OpCode code, std::vector<Value *> in, const Type *type,
             std::map<std::string, Attribute> attrs = {}) {
@@ -517,15 +521,17 @@ void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
                                                    : opts.numStages;
       if (stages <= 1)
         continue;
-      // More buffers than that would not fit shared memory anyway; the cap
-      // keeps (S-1)*step and the buffer indices small.
-      if (stages > 64)
-        throw UserError("num_stages = " + std::to_string(stages) +
-                            " is too large for a pipelined loop (at most 64)",
-                        loop->loc());
-      std::optional<Plan> plan = analyze(*f, loop, (int)stages);
+      std::optional<Plan> plan =
+          analyze(*f, loop, (int)std::min<int64_t>(stages, kMaxStages));
       if (!plan)
         continue;
+      // The prologue grows with S, and S tiles would not fit shared memory
+      // anyway: a located error now rather than a slow compile first.
+      if (stages > kMaxStages)
+        throw UserError("num_stages = " + std::to_string(stages) +
+                            " is too many for a pipelined loop (at most " +
+                            std::to_string(kMaxStages) + ")",
+                        loop->loc());
       Pipeliner(*f, *plan).run();
       stats.add("gpu.loops-pipelined");
       stats.add("gpu.loads-pipelined", (int64_t)plan->loads.size());

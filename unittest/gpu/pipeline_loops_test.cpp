@@ -230,7 +230,8 @@ TEST(PipelineLoops, MatmulMatchesTheUnpipelinedLoop) {
       Inputs in(K, 1000 * S + K);
       Result want = run(*before, in, false);
       for (int i = 0; i < 32 * 32; ++i)
-        ASSERT_EQ(want.c[i], in.ref(i / 32, i % 32)) << "K = " << K << " at " << i;
+        ASSERT_EQ(want.c[i], in.ref(i / 32, i % 32))
+            << "K = " << K << " at " << i;
       expectSameBits(run(*after, in, false), want,
                      "S = " + std::to_string(S) + ", K = " + std::to_string(K));
     }

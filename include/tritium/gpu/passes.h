@@ -67,8 +67,9 @@ bool isLayoutConversion(const Operation &op);
 Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l);
 
 /// The table of GPU passes (flag names "convert-to-gpu",
-/// "remove-layout-conversions", "pipeline", ...), for runPasses. The order they run in is
-/// the compile driver's (compileKernel, lib/target/nvidia/pipeline.cpp).
+/// "remove-layout-conversions", "pipeline", ...), for runPasses. The order
+/// they run in is the compile driver's (compileKernel,
+/// lib/target/nvidia/pipeline.cpp).
 const PassTable &gpuPasses();
 
 } // namespace tritium::gpu
