@@ -375,6 +375,19 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
         info.contiguity[d] = gcd(a.contiguity[d], m);
       for (size_t d = 0; d < info.divisibility.size(); ++d)
         info.divisibility[d] = gcd(a.divisibility[d], m);
+    } else {
+      // One divisor for the whole tensor (a splat of a scalar argument
+      // specialised as divisible by 16, the tutorial's `% M`): a run of
+      // contiguous values no longer than its divisibility starts at a
+      // multiple of it, so no multiple of the divisor falls inside the run.
+      bool uniform = true;
+      auto shape = resultShape();
+      for (int d = 0; d < info.rank(); ++d)
+        uniform = uniform && b.constancy[d] >= shape[d];
+      for (int d = 0; uniform && d < info.rank(); ++d) {
+        info.contiguity[d] = gcd(a.contiguity[d], b.divisibility[d]);
+        info.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+      }
     }
     set(op.result(0), info);
     return;

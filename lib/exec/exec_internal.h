@@ -289,10 +289,7 @@ RValue loadThrough(const OpPlan &op, const RValue &ptr, const RValue *mask,
                    const ProgramCtx &ctx);
 /// Plans a shared-memory, async-copy or barrier op (shared_memory.cpp).
 void planSharedMemoryOp(const Operation &op, OpPlan &p);
-/// tt.dot's semantics (op.kind: the DotPrecision), for the ops that compute
-/// one from other operands (ttng.warp_group_dot).
-RValue matmul(const OpPlan &op, const RValue &a, const RValue &b,
-              const RValue &c);
+
 /// Runs one (shared_memory.cpp).
 void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx);
 

@@ -207,7 +207,7 @@ void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx) {
       return r;
     };
     RValue a = tile(0, op.sharedOffsets), b = tile(1, op.sharedOffsetsB);
-    f[op.out[0]] = matmul(op, a, b, f[op.in[2]]);
+    f[op.out[0]] = dot(op, a, b, f[op.in[2]]);
     return;
   }
   case OpCode::BarrierExpect:

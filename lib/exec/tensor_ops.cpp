@@ -287,9 +287,4 @@ void evalTensorOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
   }
 }
 
-RValue matmul(const OpPlan &op, const RValue &a, const RValue &b,
-              const RValue &c) {
-  return dot(op, a, b, c);
-}
-
 } // namespace tritium::exec

@@ -20,10 +20,12 @@
 //     linear layouts derived from the accumulator's that say exactly that.
 // remove-layout-conversions, run next, rebuilds a constant zero init in the
 // new layout instead of converting it.
+#include "tritium/gpu/conversion.h"
 #include "tritium/gpu/mma_layouts.h"
 #include "tritium/gpu/passes.h"
 #include "tritium/gpu/shared_layouts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <set>
@@ -291,6 +293,49 @@ Value *convertOperand(Operation *dot, unsigned i, const GPULayout *l,
   return createLayoutConversion(dot, v, l);
 }
 
+/// The contiguous dim (0 or 1) of the registers of a 2-D tensor type: the
+/// dim its first register (else lane) basis walks.
+int contiguousDim(const Type *t) {
+  const LinearLayout &ll = linearOf(t);
+  for (const Basis &b : ll.reg())
+    return b[1] != 0 ? 1 : 0;
+  for (const Basis &b : ll.lane())
+    return b[1] != 0 ? 1 : 0;
+  return 1;
+}
+
+/// An mma.sync operand goes to its dot_op layout through shared memory as
+/// Triton's does: ttg.local_alloc (a swizzled layout, rows of 16-byte
+/// vectors along the registers' contiguous dim, the XOR phase changing
+/// every 128 bytes so that the 8 rows an ldmatrix reads fall in distinct
+/// banks) then ttg.local_load (ldmatrix where it applies). The pipelining
+/// pass turns a tt.load feeding the alloc into asynchronous copies.
+Value *throughShared(Operation *dot, unsigned i, const GPULayout *l,
+                     PassStats &stats) {
+  Value *v = dot->operand(i);
+  const Type *t = v->type();
+  int c = contiguousDim(t);
+  int64_t eb = storageBytes(t->element());
+  int64_t rowBytes = t->shape()[c] * eb;
+  int64_t vec = std::max<int64_t>(1, std::min<int64_t>(16 / eb, t->shape()[c]));
+  int64_t perPhase = std::max<int64_t>(1, 128 / rowBytes);
+  int64_t maxPhase = std::clamp<int64_t>(rowBytes / 16, 1, 8);
+  const SwizzledSharedLayout *sl = SwizzledSharedLayout::get(
+      vec, perPhase, maxPhase, {int64_t(c), int64_t(1 - c)});
+  const Type *m = Type::memdesc(t->element(), t->shape(), sl, false);
+  Block *b = dot->parentBlock();
+  Value *mem = b->insert(b->find(dot), Operation::create(OpCode::LocalAlloc,
+                                                         {v}, {m}, {},
+                                                         dot->loc()))
+                   ->result(0);
+  stats.add("gpu.operands-through-shared");
+  return b
+      ->insert(b->find(dot),
+               Operation::create(OpCode::LocalLoad, {mem},
+                                 {withLayout(t, l)}, {}, dot->loc()))
+      ->result(0);
+}
+
 /// fp8 operands of mma.sync: widened to fp16 (exactly) in their own layout.
 Value *widenFp8(Operation *dot, Value *v) {
   const Type *t = v->type();
@@ -349,15 +394,7 @@ bool useWgmma(Function &f, Operation *&dot, int numWarps, PassStats &stats) {
   // A is K-major (contiguous K). B is read N-major (transposed by the
   // instruction, 16-bit types only) when its registers run along N, else
   // stored K-major.
-  auto order0 = [](const Type *t) {
-    const LinearLayout &ll = linearOf(t);
-    for (const Basis &b : ll.reg())
-      return b[1] != 0 ? 1 : 0;
-    for (const Basis &b : ll.lane())
-      return b[1] != 0 ? 1 : 0;
-    return 1;
-  };
-  int bContig = f16 && order0(bt) == 1 ? 1 : 0;
+  int bContig = f16 && contiguousDim(bt) == 1 ? 1 : 0;
   const NVMMASharedLayout *la =
       wgmmaShared(at->shape(), 1, elemBits, at->shape()[1]);
   const NVMMASharedLayout *lb = wgmmaShared(
@@ -426,7 +463,7 @@ void accelerate(Function &f, Operation *dot, const PipelineOptions &opts,
     for (unsigned i = 0; i < 2; ++i) {
       if (fp8)
         dot->operands()[i] = widenFp8(dot, dot->operand(i));
-      dot->operands()[i] = convertOperand(
+      dot->operands()[i] = throughShared(
           dot, i, DotOperandLayout::get((int)i, acc, kWidth), stats);
     }
     stats.add("gpu.dots-mma-v2");

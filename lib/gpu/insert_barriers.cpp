@@ -25,9 +25,10 @@
 //    ttg.local_load reads them, ttg.local_alloc with an initial value writes
 //    the whole allocation. A buffer's bytes are those its ttg.local_alloc
 //    was given; a ttg.memdesc_index picks one buffer of a multi-buffered
-//    allocation when its index is a constant, the whole allocation
-//    otherwise; a memdesc from anywhere else (a block argument) may be any
-//    byte of shared memory.
+//    allocation when its index is a constant, and may be any buffer of it
+//    otherwise (a pipelined loop's: the whole allocation for barriers, but
+//    not "must" for step 5); a memdesc from anywhere else (a block argument)
+//    may be any byte of shared memory.
 // 5. Asynchronous copies (ttg.async_copy_global_to_local) write their
 //    buffer while later ops run, in groups as cp.async does: the copies
 //    since the last ttg.async_commit_group are uncommitted; a commit makes
@@ -55,8 +56,12 @@ namespace {
 struct Access {
   int64_t lo, hi; // bytes [lo, hi)
   bool write;
+  /// Touches these bytes for sure, not only some of them (step 5 reports
+  /// only such accesses).
+  bool exact = true;
   bool operator<(const Access &o) const {
-    return std::tie(lo, hi, write) < std::tie(o.lo, o.hi, o.write);
+    return std::tie(lo, hi, write, exact) <
+           std::tie(o.lo, o.hi, o.write, o.exact);
   }
   bool operator==(const Access &o) const = default;
   bool conflicts(const Access &o) const {
@@ -71,8 +76,10 @@ struct AsyncWrite {
   int64_t lo, hi;
   int age;
   int copy; // the copy's index in program order (deterministic sets)
+  bool exact = true; // as Access::exact
   bool operator<(const AsyncWrite &o) const {
-    return std::tie(lo, hi, age, copy) < std::tie(o.lo, o.hi, o.age, o.copy);
+    return std::tie(lo, hi, age, copy, exact) <
+           std::tie(o.lo, o.hi, o.age, o.copy, o.exact);
   }
   bool operator==(const AsyncWrite &o) const = default;
 };
@@ -91,6 +98,9 @@ struct Pending {
 struct Bytes {
   int64_t lo = 0, hi = 0;
   bool known = false;
+  /// One of the buffers of [lo, hi), which one unknown (a ttg.memdesc_index
+  /// by a value).
+  bool someBuffer = false;
 };
 
 /// Step 1: what an op does to shared memory, in two parts around the
@@ -139,9 +149,12 @@ private:
     Bytes all = of(op.operand(0));
     const Type *t = op.operand(0)->type();
     Operation *def = op.operand(1)->definingOp();
-    if (!all.known || !t->isMultiBuffered() || !def ||
-        def->code() != OpCode::Constant)
+    if (!all.known || !t->isMultiBuffered())
       return all;
+    if (!def || def->code() != OpCode::Constant) {
+      all.someBuffer = true;
+      return all;
+    }
     auto it = def->attrs().find("value");
     const int64_t *i = it == def->attrs().end()
                            ? nullptr
@@ -158,7 +171,7 @@ Effects effectsOf(Function &f, const MemDescBytes &md, const Operation &op) {
   Effects e;
   auto touch = [&](Value *m, bool write) {
     Bytes b = md.of(m);
-    e.first.push_back({b.lo, b.hi, write});
+    e.first.push_back({b.lo, b.hi, write, !b.someBuffer});
   };
   switch (op.code()) {
   case OpCode::LocalAlloc:
@@ -235,11 +248,13 @@ private:
                      const Pending &pending) {
     // Bytes not known exactly (see Bytes) may, not must, overlap: only
     // exact ranges are reported.
+    // Likewise one buffer of several, which one unknown: the index
+    // arithmetic (a pipelined loop's) is not followed.
     constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
-    if (a.hi == kUnknown)
+    if (a.hi == kUnknown || !a.exact)
       return;
     for (const AsyncWrite &w : pending.inFlight)
-      if (w.hi != kUnknown && a.lo < w.hi && w.lo < a.hi)
+      if (w.hi != kUnknown && w.exact && a.lo < w.hi && w.lo < a.hi)
         throw InternalError(
             "insert-barriers: '" + std::string(op.name()) + "'" +
             MemDescBytes::at(op) + " " + (a.write ? "writes" : "reads") +
@@ -341,7 +356,7 @@ private:
     Bytes copied;
     if (async) {
       copied = md_.of(op.operand(1));
-      e.first.push_back({copied.lo, copied.hi, true});
+      e.first.push_back({copied.lo, copied.hi, true, !copied.someBuffer});
     }
     bool conflict = before_.count(&op) > 0;
     for (const Access &a : e.first) {
@@ -356,7 +371,8 @@ private:
       pending.sync.clear();
     }
     if (async) {
-      pending.inFlight.insert({copied.lo, copied.hi, -1, copyIndex_.at(&op)});
+      pending.inFlight.insert(
+          {copied.lo, copied.hi, -1, copyIndex_.at(&op), !copied.someBuffer});
       return pending;
     }
     if (e.barrierInside)

@@ -191,6 +191,10 @@ const PassTable &gpuPasses() {
        "Give every tt.dot the layouts of its instruction (mma.sync "
        "accumulator and operands, or FMA operands)",
        accelerateMatmul},
+      {"pipeline",
+       "Software-pipeline loops: loads into shared memory become "
+       "multi-buffered async copies num_stages-1 iterations ahead",
+       pipelineLoops},
       {"allocate-shared-memory",
        "Give every shared-memory buffer an offset (allocation.offset) by "
        "liveness; the total (shared) within the target's limit",

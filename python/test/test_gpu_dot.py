@@ -160,7 +160,9 @@ def test_matmul_fp8(dtype):
     a, b = rand((M, K), dtype), rand((K, N), dtype)
     c = run_matmul(a, b, torch.float32, 64, 64, 32, 4)
     ref = a.double() @ b.double()
-    assert rel_err(c, ref) < 1e-6
+    # Products are exact; wgmma's fp8 accumulation keeps fewer bits than fp32
+    # (what max_num_imprecise_acc is about), mma.sync's (fp16 path) keeps fp32.
+    assert rel_err(c, ref) < 1e-3
 
 
 @triton.jit

@@ -58,14 +58,31 @@ void removeLayoutConversions(Module &m, const PipelineOptions &opts,
 void accelerateMatmul(Module &m, const PipelineOptions &opts,
                       PassStats &stats);
 
+/// `--pipeline`: software pipelining of the loads that feed shared memory.
+/// In an innermost scf.for (constant positive step, no global writes or
+/// calls in its body), each tt.load whose only user is a ttg.local_alloc
+/// read only by ttg.local_load (the form accelerate-matmul leaves dot
+/// operands in) becomes asynchronous copies into a multi-buffered
+/// allocation of S = num_stages buffers: a prologue issues iterations
+/// 0..S-2, each iteration waits for its own group (ttg.async_wait
+/// {num = S-2}), issues iteration i+S-1 into the buffer iteration i-1 read,
+/// and reads its buffer through ttg.memdesc_index; after the loop, a wait
+/// for everything and ttg.local_dealloc. S is the loop's `num_stages`
+/// attribute (tl.range), else opts.numStages; S <= 1 and loops or loads
+/// that do not fit are left as they were. Copies of iterations past the
+/// end are masked off. See pipeline_loops.cpp for the outline.
+/// Counters: gpu.loops-pipelined, gpu.loads-pipelined.
+void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
+
 /// True for a layout conversion of the GPU IR (ttg.convert_layout).
 bool isLayoutConversion(const Operation &op);
 /// Inserts a conversion of `v` to layout `l` before `before`.
 Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l);
 
 /// The table of GPU passes (flag names "convert-to-gpu",
-/// "remove-layout-conversions"), for runPasses. The order they run in is
-/// the compile driver's (compileKernel, lib/target/nvidia/pipeline.cpp).
+/// "remove-layout-conversions", "pipeline", ...), for runPasses. The order
+/// they run in is the compile driver's (compileKernel,
+/// lib/target/nvidia/pipeline.cpp).
 const PassTable &gpuPasses();
 
 } // namespace tritium::gpu

@@ -127,8 +127,7 @@ void compileKernel(const Module &m, const std::string &kernel,
                   "remove-layout-conversions", // drop or recompute them
                   "accelerate-matmul",         // tl.dot: mma / FMA layouts
                   "remove-layout-conversions", // e.g. the zero accumulator
-                  // The software-pipelining pass (num_stages) goes here,
-                  // before shared memory is planned.
+                  "pipeline", // loads into shared memory: num_stages ahead
               },
               r.stats, opts, gpu::gpuPasses());
   } else {

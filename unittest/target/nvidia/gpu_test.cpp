@@ -1031,6 +1031,28 @@ TEST(CompileKernel, EveryPassInOneTableTileThenGPU) {
 // Errors
 // ---------------------------------------------------------------------------
 
+TEST(GPUErrors, BatchedDotIsNotSupportedYet) {
+  auto m =
+      parseModule(R"(tt.func @mm(%p: !tt.ptr<f32>) attributes {kernel = true} {
+  %a = arith.constant {value = 1.0} : tensor<2x16x16xf16>
+  %c = arith.constant {value = 0.0} : tensor<2x16x16xf32>
+  %d = tt.dot %a, %a, %c : tensor<2x16x16xf32> loc("mm.py":4:11)
+  %s = tt.reduce %d {axis = 0, kind = "sum"} : tensor<16x16xf32>
+  %s2 = tt.reduce %s {axis = 0, kind = "sum"} : tensor<16xf32>
+  %t = tt.reduce %s2 {axis = 0, kind = "sum"} : f32
+  tt.store %p, %t
+  tt.return
+})");
+  try {
+    compileToPTX(*m, "mm", options("sm_90a"));
+    FAIL() << "expected a UserError";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("rank-3 (batched)"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.loc.line, 4);
+  }
+}
+
 TEST(GPUErrors, TooMuchSharedMemory) {
   std::string text =
       R"(tt.func @big(%p: !tt.ptr<f32> {tt.divisibility = 16}) attributes {kernel = true} {

@@ -1,0 +1,553 @@
+// --pipeline: software pipelining of the loads that feed shared memory (see
+// passes.h).
+//
+// The input, in an scf.for body (accelerate-matmul leaves every tt.dot
+// operand so):
+//   %x = tt.load %ptr[, %mask[, %other]]    -- its only user is
+//   %m = ttg.local_alloc %x                 -- read only by ttg.local_load
+// With S = num_stages buffers the loop becomes
+//   %bufs = ttg.local_alloc : !ttg.memdesc<S x tile, mutable>   (per load)
+//   copies of iterations 0..S-2 into buffers 0..S-2, one commit group each
+//   scf.for ... (iter args ..., %read = 0, %write = S-1) {
+//     ttg.async_wait {num = S-2}      -- the group of this iteration is done
+//     copies of iteration i+S-1 into buffer %write; one commit group
+//     ... ttg.local_load (ttg.memdesc_index %bufs, %read), %wait ...
+//     scf.yield ..., (%read + 1) mod S, %read
+//   }
+//   ttg.async_wait {num = 0}; ttg.local_dealloc %bufs
+//
+// Outline:
+//  1. The loop qualifies when it is innermost, its step is a positive
+//     constant, its induction variable a signed integer, and its body
+//     neither writes global memory nor calls (the loads move ahead of the
+//     body's other accesses by S-1 iterations).
+//  2. Candidates: tt.load ops directly in the body whose only user is a
+//     ttg.local_alloc read only by ttg.local_load ops. Each one's "slice":
+//     the body ops computing its pointer, mask and other, closed over the
+//     loop-carried values they read (an iter arg read brings in the ops of
+//     its yielded value). Every slice op must be pure, regionless and
+//     cheap to run for an iteration that does not exist (no division, which
+//     might trap in the executor); a candidate whose slice is not is left
+//     as it was (a pointer loaded in the body, or produced by an scf.if).
+//  3. Values of iteration i+S-1: the slice is cloned with the induction
+//     variable iv + (S-1)*step and "ahead" iter args that hold the
+//     loop-carried values of iteration i+S-1. Carried, not recomputed:
+//     recomputing p(i+S-1) from p(i) needs to know the update is p + an
+//     invariant, while carrying works for any pure update chain. An iter arg
+//     that only the slice reads (the usual pointer) is itself moved ahead
+//     (its init becomes its value at iteration S-1, its yield the ahead
+//     update) and costs nothing more; one read elsewhere, or whose loop
+//     result is used, keeps its value and gets an ahead copy.
+//  4. Prologue, before the loop: the multi-buffered allocations; for
+//     j = 0..S-2 the slice cloned for iteration j (iv = lb + j*step, iter
+//     args through j clones of their update) and its copies into buffer j,
+//     masked off where iteration j does not run, one commit group per j.
+//  5. Body: the wait, the slice for i+S-1 and its copies into buffer
+//     %write (= (i+S-1) mod S = (i-1) mod S, read by iteration i-1, which
+//     is done before every thread passed the barrier insert-barriers puts
+//     after the wait), masked off past the end. The local_alloc's result is
+//     replaced by buffer %read; the local_loads take the wait's token. The
+//     original tt.load and local_alloc are erased, and so are the slice ops
+//     left without users.
+//  6. After the loop: wait for every group, deallocate the buffers.
+// "Iteration k runs" is decided without overflow: in the body iv < ub, so
+// ub - iv fits the unsigned type of the IV, and iteration i+k runs exactly
+// when (ub - iv) >u k*step; in the prologue, lb < ub and (ub - lb) >u j*step.
+#include "tritium/gpu/passes.h"
+
+#include "tritium/transforms/rewrite.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace tritium::gpu {
+
+namespace {
+
+constexpr int64_t kMaxStages = 32;
+
+std::optional<int64_t> intConstant(Value *v) {
+  Operation *def = v->definingOp();
+  if (!def || def->code() != OpCode::Constant ||
+      !def->result(0)->type()->isScalar())
+    return std::nullopt;
+  auto it = def->attrs().find("value");
+  if (it == def->attrs().end())
+    return std::nullopt;
+  if (const int64_t *i = std::get_if<int64_t>(&it->second))
+    return *i;
+  return std::nullopt;
+}
+
+struct Candidate {
+  Operation *load;
+  Operation *alloc;
+  std::vector<Operation *> reads; // the local_loads of the alloc
+};
+
+/// What step 1-3 decided for one loop.
+struct Plan {
+  Operation *loop = nullptr;
+  int stages = 0;
+  int64_t step = 0;
+  std::vector<Candidate> loads;
+  std::set<Operation *> slice;
+  std::set<unsigned> ahead;   // iter args (0-based) the slice reads
+  std::set<unsigned> shifted; // those of `ahead` moved ahead in place
+};
+
+Block &bodyOf(Operation *loop) { return loop->region(0).front(); }
+
+/// Ops that may run for an iteration that does not exist, and are worth
+/// running twice.
+bool sliceable(const Operation &op) {
+  if (!op.hasTrait(PURE) || op.numRegions() != 0)
+    return false;
+  switch (op.code()) {
+  case OpCode::DivSI:
+  case OpCode::DivUI:
+  case OpCode::RemSI:
+  case OpCode::RemUI:
+  case OpCode::Dot:
+  case OpCode::Reduce:
+    return false;
+  default:
+    return true;
+  }
+}
+
+/// Step 2 for one value: adds what computing `v` at the top of the body
+/// needs to `ops` and `iters`; false when some of it cannot run ahead.
+bool collectSlice(Operation *loop, Value *v, std::set<Operation *> &ops,
+                  std::set<unsigned> &iters) {
+  Block &body = bodyOf(loop);
+  Operation *yield = body.terminator();
+  std::vector<Value *> work{v};
+  while (!work.empty()) {
+    Value *x = work.back();
+    work.pop_back();
+    if (x->isBlockArg()) {
+      if (x->ownerBlock() != &body || x->index() == 0)
+        continue; // defined outside the loop, or the induction variable
+      if (iters.insert(x->index() - 1).second)
+        work.push_back(yield->operand(x->index() - 1));
+      continue;
+    }
+    Operation *def = x->definingOp();
+    if (def->parentBlock() != &body)
+      continue; // loop-invariant (a top-level body op sees no nested value)
+    if (!sliceable(*def))
+      return false;
+    if (ops.insert(def).second)
+      for (Value *o : def->operands())
+        work.push_back(o);
+  }
+  return true;
+}
+
+/// Step 1 and the candidates of step 2.
+std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
+  Plan p;
+  p.loop = loop;
+  p.stages = stages;
+  Block &body = bodyOf(loop);
+  bool innermostPure = true;
+  for (auto &op : body.ops())
+    op->walk([&](Operation *o) {
+      if (o->code() == OpCode::For || o->code() == OpCode::While ||
+          o->code() == OpCode::Call ||
+          (o->hasTrait(WRITE) && o->hasTrait(GLOBAL)))
+        innermostPure = false;
+    });
+  if (!innermostPure)
+    return std::nullopt;
+  const Type *ivType = loop->operand(0)->type();
+  if (!ivType->isScalar() || (ivType->dtype() != DType::I32 &&
+                              ivType->dtype() != DType::I64))
+    return std::nullopt;
+  std::optional<int64_t> step = intConstant(loop->operand(2));
+  int64_t ivMax = ivType->dtype() == DType::I32
+                      ? std::numeric_limits<int32_t>::max()
+                      : std::numeric_limits<int64_t>::max();
+  // (S-1)*step must be a positive value of the IV's type.
+  if (!step || *step <= 0 || *step > ivMax / (stages - 1))
+    return std::nullopt;
+  p.step = *step;
+
+  // Users of every value, by walking the function once.
+  std::map<Value *, std::vector<Operation *>> users;
+  f.walk([&](Operation *o) {
+    for (Value *v : o->operands())
+      users[v].push_back(o);
+  });
+  for (auto &opPtr : body.ops()) {
+    Operation *ld = opPtr.get();
+    if (ld->code() != OpCode::Load || ld->hasAttr("volatile"))
+      continue;
+    const Type *ptrType = ld->operand(0)->type();
+    if (!ptrType->isTensor())
+      continue;
+    const auto &lu = users[ld->result(0)];
+    if (lu.size() != 1 || lu[0]->code() != OpCode::LocalAlloc ||
+        lu[0]->parentBlock() != &body || lu[0]->numOperands() != 1)
+      continue;
+    Candidate c{ld, lu[0], {}};
+    const Type *md = c.alloc->result(0)->type();
+    if (md->isMultiBuffered())
+      continue;
+    bool onlyReads = true;
+    for (Operation *u : users[c.alloc->result(0)]) {
+      // A local_load, or a wgmma reading the buffer as one of its operands.
+      onlyReads = onlyReads &&
+                  ((u->code() == OpCode::LocalLoad && u->numOperands() == 1 &&
+                    u->operand(0) == c.alloc->result(0)) ||
+                   (u->code() == OpCode::WarpGroupDot &&
+                    u->operand(2) != c.alloc->result(0)));
+      c.reads.push_back(u);
+    }
+    if (!onlyReads)
+      continue;
+    // The copy takes the load's mask and other as they are.
+    const Type *val = ptrType->withElement(ptrType->element()->pointee());
+    if (ld->result(0)->type() != val ||
+        (ld->numOperands() > 1 &&
+         ld->operand(1)->type() !=
+             ptrType->withElement(Type::scalar(DType::I1))) ||
+        (ld->numOperands() > 2 && ld->operand(2)->type() != val))
+      continue;
+    std::set<Operation *> ops = p.slice;
+    std::set<unsigned> iters = p.ahead;
+    bool ok = true;
+    for (Value *o : ld->operands())
+      ok = ok && collectSlice(loop, o, ops, iters);
+    if (!ok)
+      continue;
+    p.slice = std::move(ops);
+    p.ahead = std::move(iters);
+    p.loads.push_back(std::move(c));
+  }
+  if (p.loads.empty())
+    return std::nullopt;
+
+  // Step 3: which ahead iter args move ahead in place. Everything that
+  // reads one must be a slice op (cloned for the ahead values, the original
+  // then dead), a candidate load (erased) or the yield of an iter arg moved
+  // too; its loop result must be unused (it would hold a later value).
+  std::set<Operation *> candidateLoads;
+  for (const Candidate &c : p.loads)
+    candidateLoads.insert(c.load);
+  for (unsigned k : p.ahead)
+    if (users[loop->result(k)].empty())
+      p.shifted.insert(k);
+  Operation *yield = body.terminator();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (unsigned k : std::set<unsigned>(p.shifted)) {
+      std::set<Value *> tainted{body.argument(k + 1)};
+      bool ok = true;
+      for (auto &opPtr : body.ops()) {
+        Operation *op = opPtr.get();
+        bool uses = false;
+        op->walk([&](Operation *o) {
+          for (Value *v : o->operands())
+            uses = uses || tainted.count(v);
+        });
+        if (!uses)
+          continue;
+        if (op == yield) {
+          for (unsigned m = 0; m < op->numOperands(); ++m)
+            if (tainted.count(op->operand(m)) && !p.shifted.count(m))
+              ok = false;
+        } else if (candidateLoads.count(op)) {
+          continue;
+        } else if (p.slice.count(op)) {
+          for (Value *r : op->results())
+            tainted.insert(r);
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok) {
+        p.shifted.erase(k);
+        changed = true;
+      }
+    }
+  }
+  return p;
+}
+
+/// Inserts new ops before a fixed position.
+struct Emitter {
+  Block *block;
+  Block::iterator pos;
+  Location loc;
+
+  Operation *raw(OpCode code, std::vector<Value *> in,
+                 std::vector<const Type *> types,
+                 std::map<std::string, Attribute> attrs = {}) {
+    return block->insert(pos, Operation::create(code, std::move(in), types,
+                                                std::move(attrs), loc));
+  }
+  Value *op(OpCode code, std::vector<Value *> in, const Type *type,
+            std::map<std::string, Attribute> attrs = {}) {
+    return raw(code, std::move(in), {type}, std::move(attrs))->result(0);
+  }
+  Value *constant(int64_t v, const Type *type) {
+    return op(OpCode::Constant, {}, type, {{"value", v}});
+  }
+  Value *cmp(const char *predicate, Value *a, Value *b) {
+    return op(OpCode::CmpI, {a, b}, Type::scalar(DType::I1),
+              {{"predicate", std::string(predicate)}});
+  }
+};
+
+Value *mapped(const std::map<Value *, Value *> &map, Value *v) {
+  auto it = map.find(v);
+  return it == map.end() ? v : it->second;
+}
+
+class Pipeliner {
+public:
+  Pipeliner(Function &f, Plan &p) : f_(f), p_(p), body_(bodyOf(p.loop)) {}
+
+  void run() {
+    Operation *loop = p_.loop;
+    Block *outer = loop->parentBlock();
+    Emitter pre{outer, outer->find(loop), loop->loc()};
+    const Type *ivType = loop->operand(0)->type();
+    const Type *i32 = Type::scalar(DType::I32);
+    Value *lb = loop->operand(0), *ub = loop->operand(1);
+    Operation *yield = body_.terminator();
+    std::vector<Value *> yielded = yield->operands();
+
+    // Step 4: the buffers and the prologue.
+    for (const Candidate &c : p_.loads) {
+      const Type *one = c.alloc->result(0)->type();
+      std::vector<int64_t> shape{p_.stages};
+      shape.insert(shape.end(), one->shape().begin(), one->shape().end());
+      Emitter at{pre.block, pre.pos, c.alloc->loc()};
+      Value *bufs = at.op(OpCode::LocalAlloc, {},
+                          Type::memdesc(one->element(), shape, one->layout(),
+                                        true));
+      bufs->nameHint = "bufs";
+      bufs_.push_back(bufs);
+      bufType_.push_back(Type::memdesc(one->element(), one->shape(),
+                                       one->layout(), true));
+    }
+    std::map<unsigned, Value *> cur;
+    for (unsigned k : p_.ahead)
+      cur[k] = loop->operand(3 + k);
+    Value *nonEmpty = pre.cmp("slt", lb, ub);
+    Value *span = p_.stages > 2 ? pre.op(OpCode::SubI, {ub, lb}, ivType)
+                                : nullptr;
+    for (int j = 0; j + 1 < p_.stages; ++j) {
+      Value *iv = lb, *runs = nonEmpty;
+      if (j > 0) {
+        Value *offset = pre.constant(j * p_.step, ivType);
+        iv = pre.op(OpCode::AddI, {lb, offset}, ivType);
+        runs = pre.op(OpCode::AndI, {nonEmpty, pre.cmp("ugt", span, offset)},
+                      Type::scalar(DType::I1));
+      }
+      std::map<Value *, Value *> map{{body_.argument(0), iv}};
+      for (unsigned k : p_.ahead)
+        map[body_.argument(k + 1)] = cur[k];
+      cloneSlice(pre, map);
+      Value *index = pre.constant(j, i32);
+      issueCopies(pre, map, runs, index);
+      for (unsigned k : p_.ahead)
+        cur[k] = mapped(map, yielded[k]);
+      if (iv != lb)
+        unused_.push_back(iv->definingOp());
+    }
+
+    // Step 5: the loop's new iter args.
+    std::map<unsigned, Value *> aheadArg;
+    for (unsigned k : p_.ahead) {
+      if (p_.shifted.count(k)) {
+        loop->operands()[3 + k] = cur[k];
+        aheadArg[k] = body_.argument(k + 1);
+        continue;
+      }
+      aheadArg[k] = addIter(cur[k]);
+    }
+    Value *read = addIter(pre.constant(0, i32));
+    Value *write = addIter(pre.constant(p_.stages - 1, i32));
+    read->nameHint = "read_idx";
+    write->nameHint = "write_idx";
+
+    // The top of the body: wait, then the copies of iteration i+S-1.
+    Emitter top{&body_, body_.ops().begin(), loop->loc()};
+    Value *wait = top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
+                         {{"num", int64_t(p_.stages - 2)}});
+    Value *distance = top.constant((p_.stages - 1) * p_.step, ivType);
+    Value *iv = body_.argument(0);
+    Value *ivAhead = top.op(OpCode::AddI, {iv, distance}, ivType);
+    ivAhead->nameHint = "iv_ahead";
+    Value *runs = top.cmp(
+        "ugt", top.op(OpCode::SubI, {ub, iv}, ivType), distance);
+    std::map<Value *, Value *> map{{iv, ivAhead}};
+    for (unsigned k : p_.ahead)
+      map[body_.argument(k + 1)] = aheadArg[k];
+    cloneSlice(top, map);
+    issueCopies(top, map, runs, write);
+
+    // This iteration reads buffer %read.
+    for (size_t i = 0; i < p_.loads.size(); ++i) {
+      const Candidate &c = p_.loads[i];
+      Emitter at{&body_, body_.find(c.alloc), c.alloc->loc()};
+      Value *buf = at.op(OpCode::MemDescIndex, {bufs_[i], read}, bufType_[i]);
+      for (Operation *r : c.reads) {
+        if (r->code() == OpCode::WarpGroupDot) {
+          // Ordered after the wait by program order (it takes no token).
+          for (Value *&o : r->operands())
+            if (o == c.alloc->result(0))
+              o = buf;
+          continue;
+        }
+        r->operands()[0] = buf;
+        r->operands().push_back(wait);
+      }
+      c.alloc->erase();
+      c.load->erase();
+    }
+
+    // The yields: ahead values, then the buffer indices.
+    for (unsigned k : p_.ahead) {
+      Value *next = mapped(map, yielded[k]);
+      if (p_.shifted.count(k))
+        yield->operands()[k] = next;
+      else
+        yield->operands().push_back(next);
+    }
+    Emitter end{&body_, body_.find(yield), loop->loc()};
+    Value *inc = end.op(OpCode::AddI, {read, end.constant(1, i32)}, i32);
+    Value *wrap = end.cmp("eq", inc, end.constant(p_.stages, i32));
+    Value *nextRead =
+        end.op(OpCode::Select, {wrap, end.constant(0, i32), inc}, i32);
+    yield->operands().push_back(nextRead);
+    yield->operands().push_back(read);
+
+    // Step 6.
+    unused_.push_back(ivAhead->definingOp());
+    Emitter post{outer, std::next(outer->find(loop)), loop->loc()};
+    post.op(OpCode::AsyncWait, {}, Type::asyncToken(), {{"num", int64_t(0)}});
+    for (Value *bufs : bufs_)
+      post.raw(OpCode::LocalDealloc, {bufs}, {});
+
+    eraseDeadSliceOps();
+    // The induction variable of an iteration ahead, when no slice op read
+    // it.
+    for (Operation *op : unused_)
+      if (!hasUses(f_, op->result(0)))
+        op->erase();
+  }
+
+private:
+  Function &f_;
+  Plan &p_;
+  Block &body_;
+  std::vector<Value *> bufs_;
+  std::vector<const Type *> bufType_;
+  std::vector<Operation *> unused_; // erased at the end when unused
+
+  /// A new loop-carried value starting at `init`; returns its block arg.
+  Value *addIter(Value *init) {
+    p_.loop->operands().push_back(init);
+    p_.loop->addResult(init->type());
+    return body_.addArgument(init->type());
+  }
+
+  void cloneSlice(Emitter &e, std::map<Value *, Value *> &map) {
+    for (auto &op : body_.ops())
+      if (p_.slice.count(op.get()))
+        e.block->insert(e.pos, op->clone(map));
+  }
+
+  /// One async copy per candidate into its buffer `index`, for the
+  /// iteration the slice was cloned for (`map`), masked off unless `runs`;
+  /// then one commit group.
+  void issueCopies(Emitter &e, const std::map<Value *, Value *> &map,
+                   Value *runs, Value *index) {
+    std::vector<Value *> tokens;
+    for (size_t i = 0; i < p_.loads.size(); ++i) {
+      Operation *ld = p_.loads[i].load;
+      Emitter at{e.block, e.pos, ld->loc()};
+      Value *ptr = mapped(map, ld->operand(0));
+      const Type *maskType =
+          ptr->type()->withElement(Type::scalar(DType::I1));
+      Value *mask = at.op(OpCode::Splat, {runs}, maskType);
+      if (ld->numOperands() > 1)
+        mask = at.op(OpCode::AndI, {mapped(map, ld->operand(1)), mask},
+                     maskType);
+      Value *buf = at.op(OpCode::MemDescIndex, {bufs_[i], index}, bufType_[i]);
+      std::vector<Value *> in{ptr, buf, mask};
+      if (ld->numOperands() > 2)
+        in.push_back(mapped(map, ld->operand(2)));
+      std::map<std::string, Attribute> attrs;
+      for (const char *key : {"cache", "eviction"})
+        if (auto it = ld->attrs().find(key); it != ld->attrs().end())
+          attrs[key] = it->second;
+      tokens.push_back(at.op(OpCode::AsyncCopyGlobalToLocal, in,
+                             Type::asyncToken(), attrs));
+    }
+    e.op(OpCode::AsyncCommitGroup, tokens, Type::asyncToken());
+  }
+
+  /// The original slice ops nothing reads any more (those of the erased
+  /// loads and of the iter args moved ahead), users first.
+  void eraseDeadSliceOps() {
+    std::unordered_map<Value *, unsigned> uses = useCounts(f_);
+    std::vector<Operation *> order;
+    for (auto &op : body_.ops())
+      if (p_.slice.count(op.get()))
+        order.push_back(op.get());
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Operation *op = *it;
+      bool dead = true;
+      for (Value *r : op->results())
+        dead = dead && uses[r] == 0;
+      if (!dead)
+        continue;
+      for (Value *o : op->operands())
+        --uses[o];
+      op->erase();
+    }
+  }
+};
+
+} // namespace
+
+void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
+  for (auto &f : m.functions()) {
+    std::vector<Operation *> loops;
+    f->walk([&](Operation *op) {
+      if (op->code() == OpCode::For)
+        loops.push_back(op);
+    });
+    for (Operation *loop : loops) {
+      int64_t stages = loop->hasAttr("num_stages") ? loop->intAttr("num_stages")
+                                                   : opts.numStages;
+      if (stages <= 1)
+        continue;
+      std::optional<Plan> plan =
+          analyze(*f, loop, (int)std::min<int64_t>(stages, kMaxStages));
+      if (!plan)
+        continue;
+      // The prologue grows with S, and S tiles would not fit shared memory
+      // anyway: a located error now rather than a slow compile first.
+      if (stages > kMaxStages)
+        throw UserError("num_stages = " + std::to_string(stages) +
+                            " is too many for a pipelined loop (at most " +
+                            std::to_string(kMaxStages) + ")",
+                        loop->loc());
+      Pipeliner(*f, *plan).run();
+      stats.add("gpu.loops-pipelined");
+      stats.add("gpu.loads-pipelined", (int64_t)plan->loads.size());
+    }
+  }
+}
+
+} // namespace tritium::gpu

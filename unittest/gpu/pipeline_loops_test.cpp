@@ -1,0 +1,306 @@
+// --pipeline (lib/gpu/pipeline_loops.cpp) against the CPU executor: a small
+// matmul in the form accelerate-matmul leaves (tt.load -> ttg.local_alloc ->
+// ttg.local_load as a dot operand -> tt.dot; pointer iter args; a masked K
+// tail) runs before and after the pass on random inputs, for S = 2..5 and
+// loops of 0, 1 and more iterations, with bit-identical results. The
+// executor checks every unmasked access against its argument's extent, so
+// a copy of an iteration that does not run and is not masked off fails it.
+// (The executor completes async copies when issued: it checks the buffer
+// indices and masks, not the waits; the wait counts are pinned by
+// test/gpu/pipeline*.tir.)
+#include "tritium/exec/executor.h"
+#include "tritium/gpu/layouts.h"
+#include "tritium/gpu/passes.h"
+#include "tritium/ir/printer.h"
+#include "tritium/ir/verifier.h"
+#include "tritium/support/float_formats.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+using namespace tritium;
+
+namespace {
+
+// 32x32 tile of C = A (32xK, row-major) @ B (Kx32, row-major), K by 16.
+// $MASKK is the K index the masks use: the induction variable, or (with
+// kOffsetIter) an i32 iter arg whose final value the kernel stores.
+const char *kMatmul = R"(tt.func @matmul(%a: !tt.ptr<f16>, %b: !tt.ptr<f16>, %c: !tt.ptr<f32>, %K: i32) attributes {kernel = true, num_warps = 4} {
+  %c0 = arith.constant {value = 0} : i32
+  %c16 = arith.constant {value = 16} : i32
+  %rm = tt.make_range {end = 32, start = 0} : tensor<32xi32, #ttg.slice<{dim = 1, parent = $BL}>>
+  %rka = tt.make_range {end = 16, start = 0} : tensor<16xi32, #ttg.slice<{dim = 0, parent = $BL}>>
+  %am = tt.expand_dims %rm {axis = 1} : tensor<32x1xi32, $BL>
+  %Ks = tt.splat %K : tensor<32x1xi32, $BL>
+  %arow = arith.muli %am, %Ks : tensor<32x1xi32, $BL>
+  %ak = tt.expand_dims %rka {axis = 0} : tensor<1x16xi32, $BL>
+  %arowb = tt.broadcast %arow : tensor<32x16xi32, $BL>
+  %akb = tt.broadcast %ak : tensor<32x16xi32, $BL>
+  %aoff = arith.addi %arowb, %akb : tensor<32x16xi32, $BL>
+  %abase = tt.splat %a : tensor<32x16x!tt.ptr<f16>, $BL>
+  %aptr0 = tt.addptr %abase, %aoff : tensor<32x16x!tt.ptr<f16>, $BL>
+  %rkb = tt.make_range {end = 16, start = 0} : tensor<16xi32, #ttg.slice<{dim = 1, parent = $BL}>>
+  %rn = tt.make_range {end = 32, start = 0} : tensor<32xi32, #ttg.slice<{dim = 0, parent = $BL}>>
+  %bk = tt.expand_dims %rkb {axis = 1} : tensor<16x1xi32, $BL>
+  %n32 = arith.constant {value = 32} : tensor<16x1xi32, $BL>
+  %brow = arith.muli %bk, %n32 : tensor<16x1xi32, $BL>
+  %bn = tt.expand_dims %rn {axis = 0} : tensor<1x32xi32, $BL>
+  %browb = tt.broadcast %brow : tensor<16x32xi32, $BL>
+  %bnb = tt.broadcast %bn : tensor<16x32xi32, $BL>
+  %boff = arith.addi %browb, %bnb : tensor<16x32xi32, $BL>
+  %bbase = tt.splat %b : tensor<16x32x!tt.ptr<f16>, $BL>
+  %bptr0 = tt.addptr %bbase, %boff : tensor<16x32x!tt.ptr<f16>, $BL>
+  %astep = arith.constant {value = 16} : tensor<32x16xi32, $BL>
+  %bstep = arith.constant {value = 512} : tensor<16x32xi32, $BL>
+  %acc0 = arith.constant {value = 0.0} : tensor<32x32xf32, $MMA>
+  %acc, %ap, %bp = scf.for %c0, %K, %c16, %acc0, %aptr0, %bptr0$STAGES : tensor<32x32xf32, $MMA>, tensor<32x16x!tt.ptr<f16>, $BL>, tensor<16x32x!tt.ptr<f16>, $BL> {
+  ^bb0(%k: i32, %acc_k: tensor<32x32xf32, $MMA>, %a_k: tensor<32x16x!tt.ptr<f16>, $BL>, %b_k: tensor<16x32x!tt.ptr<f16>, $BL>):
+    %rem = arith.subi %K, %k : i32
+    %rema = tt.splat %rem : tensor<1x16xi32, $BL>
+    %ma = arith.cmpi %ak, %rema {predicate = "slt"} : tensor<1x16xi1, $BL>
+    %mab = tt.broadcast %ma : tensor<32x16xi1, $BL>
+    %za = arith.constant {value = 0.0} : tensor<32x16xf16, $BL>
+    %x = tt.load %a_k, %mab, %za : tensor<32x16xf16, $BL>
+    %sa = ttg.local_alloc %x : !ttg.memdesc<32x16xf16, $SH>
+    %remb = tt.splat %rem : tensor<16x1xi32, $BL>
+    %mb = arith.cmpi %bk, %remb {predicate = "slt"} : tensor<16x1xi1, $BL>
+    %mbb = tt.broadcast %mb : tensor<16x32xi1, $BL>
+    %y = tt.load %b_k, %mbb : tensor<16x32xf16, $BL>
+    %sb = ttg.local_alloc %y : !ttg.memdesc<16x32xf16, $SH>
+    %xa = ttg.local_load %sa : tensor<32x16xf16, $DA>
+    %yb = ttg.local_load %sb : tensor<16x32xf16, $DB>
+    %d = tt.dot %xa, %yb, %acc_k : tensor<32x32xf32, $MMA>
+    %an = tt.addptr %a_k, %astep : tensor<32x16x!tt.ptr<f16>, $BL>
+    %bn2 = tt.addptr %b_k, %bstep : tensor<16x32x!tt.ptr<f16>, $BL>
+    scf.yield %d, %an, %bn2
+  }
+  %accb = ttg.convert_layout %acc : tensor<32x32xf32, $BL>
+  %cm32 = arith.constant {value = 32} : tensor<32x1xi32, $BL>
+  %crow = arith.muli %am, %cm32 : tensor<32x1xi32, $BL>
+  %crowb = tt.broadcast %crow : tensor<32x32xi32, $BL>
+  %cnb = tt.broadcast %bn : tensor<32x32xi32, $BL>
+  %coff = arith.addi %crowb, %cnb : tensor<32x32xi32, $BL>
+  %cbase = tt.splat %c : tensor<32x32x!tt.ptr<f32>, $BL>
+  %cptr = tt.addptr %cbase, %coff : tensor<32x32x!tt.ptr<f32>, $BL>
+  tt.store %cptr, %accb
+  tt.return
+}
+)";
+
+std::string replaceAll(std::string s, const std::string &from,
+                       const std::string &to) {
+  for (size_t at = s.find(from); at != std::string::npos;
+       at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+/// The kernel's text: layouts filled in; with `kOffsetIter`, the masks read
+/// an iter arg %kk (read after the loop: it keeps its values and gets an
+/// ahead copy) instead of the induction variable; with `unmasked`, the
+/// loads have no mask (K a multiple of 16): only the pass's own "iteration
+/// runs" masks keep the copies past the end from reading.
+std::string matmulText(bool kOffsetIter, bool unmasked = false) {
+  const std::string mma = "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = "
+                          "0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>";
+  std::string s = kMatmul;
+  if (kOffsetIter) {
+    s = replaceAll(s, "%K: i32)", "%K: i32, %kout: !tt.ptr<i32>)");
+    s = replaceAll(s, "%acc, %ap, %bp = scf.for %c0, %K, %c16, %acc0, "
+                      "%aptr0, %bptr0",
+                   "%acc, %ap, %bp, %kend = scf.for %c0, %K, %c16, %acc0, "
+                   "%aptr0, %bptr0, %c0");
+    s = replaceAll(s, "tensor<16x32x!tt.ptr<f16>, $BL> {\n",
+                   "tensor<16x32x!tt.ptr<f16>, $BL>, i32 {\n");
+    s = replaceAll(s, "%b_k: tensor<16x32x!tt.ptr<f16>, $BL>):",
+                   "%b_k: tensor<16x32x!tt.ptr<f16>, $BL>, %kk: i32):");
+    s = replaceAll(s, "%rem = arith.subi %K, %k : i32",
+                   "%rem = arith.subi %K, %kk : i32\n"
+                   "    %kk2 = arith.addi %kk, %c16 : i32");
+    s = replaceAll(s, "scf.yield %d, %an, %bn2", "scf.yield %d, %an, %bn2, %kk2");
+    s = replaceAll(s, "  tt.store %cptr, %accb\n",
+                   "  tt.store %cptr, %accb\n  tt.store %kout, %kend\n");
+  }
+  if (unmasked) {
+    s = replaceAll(s, "tt.load %a_k, %mab, %za", "tt.load %a_k");
+    s = replaceAll(s, "tt.load %b_k, %mbb", "tt.load %b_k");
+  }
+  s = replaceAll(s, "$STAGES", "");
+  s = replaceAll(s, "$BL",
+                 "#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, "
+                 "4], warpsPerCTA = [4, 1], order = [1, 0]}>");
+  s = replaceAll(s, "$DA",
+                 "#ttg.dot_op<{opIdx = 0, parent = " + mma + ", kWidth = 2}>");
+  s = replaceAll(s, "$DB",
+                 "#ttg.dot_op<{opIdx = 1, parent = " + mma + ", kWidth = 2}>");
+  s = replaceAll(s, "$MMA", mma);
+  s = replaceAll(s, "$SH",
+                 "#ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 2, "
+                 "order = [1, 0]}>");
+  return s;
+}
+
+std::unique_ptr<Module> parse(const std::string &text) {
+  gpu::registerLayoutParser();
+  auto m = parseModule(text, "matmul.tir");
+  verify(*m);
+  return m;
+}
+
+/// Runs `passes` with num_stages S; returns the counters.
+PassStats runGPU(Module &m, const std::vector<std::string> &passes, int S) {
+  PipelineOptions o;
+  o.numStages = S;
+  PassStats stats;
+  runPasses(m, passes, stats, o, gpu::gpuPasses());
+  verify(m);
+  return stats;
+}
+
+struct Result {
+  std::vector<float> c;
+  int32_t kend = -1;
+};
+
+/// A and B hold multiples of 1/4 in [-2, 2] (exact in fp16; every sum
+/// exact in fp32, so the reference below is exact too).
+struct Inputs {
+  int K;
+  std::vector<uint16_t> a, b;
+  Inputs(int K, unsigned seed) : K(K), a(32 * K + 1), b(K * 32 + 1) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> d(-8, 8);
+    for (auto &x : a)
+      x = floatToHalfBits(d(rng) / 4.0);
+    for (auto &x : b)
+      x = floatToHalfBits(d(rng) / 4.0);
+  }
+  float ref(int m, int n) const {
+    double s = 0;
+    for (int k = 0; k < K; ++k)
+      s += halfBitsToFloat(a[m * K + k]) * halfBitsToFloat(b[k * 32 + n]);
+    return float(s);
+  }
+};
+
+Result run(const Module &m, const Inputs &in, bool kOffsetIter) {
+  Result r;
+  r.c.assign(32 * 32, -7.0f);
+  // Extents exactly 32*K and K*32 elements: an unmasked access past them
+  // is an ExecutionError.
+  std::vector<ExecArg> args{
+      ExecPointer{(uint64_t)in.a.data(), uint64_t(32 * in.K) * 2},
+      ExecPointer{(uint64_t)in.b.data(), uint64_t(in.K * 32) * 2},
+      ExecPointer{(uint64_t)r.c.data(), r.c.size() * 4}, int64_t(in.K)};
+  if (kOffsetIter)
+    args.push_back(ExecPointer{(uint64_t)&r.kend, 4});
+  execute(m, "matmul", {1, 1, 1}, args);
+  return r;
+}
+
+void expectSameBits(const Result &x, const Result &y, const std::string &what) {
+  ASSERT_EQ(std::memcmp(x.c.data(), y.c.data(), x.c.size() * 4), 0) << what;
+  ASSERT_EQ(x.kend, y.kend) << what;
+}
+
+int count(Module &m, OpCode code) {
+  int n = 0;
+  m.walk([&](Operation *op) { n += op->code() == code; });
+  return n;
+}
+
+const int kLengths[] = {0, 5, 16, 40, 48, 100};
+
+} // namespace
+
+TEST(PipelineLoops, MatmulMatchesTheUnpipelinedLoop) {
+  const std::string text = matmulText(false);
+  auto before = parse(text);
+  for (int S = 2; S <= 5; ++S) {
+    auto after = parse(text);
+    PassStats stats = runGPU(*after, {"pipeline"}, S);
+    ASSERT_EQ(stats.counters["gpu.loops-pipelined"], 1) << S;
+    ASSERT_EQ(stats.counters["gpu.loads-pipelined"], 2) << S;
+    // Both loads: S-1 copies each before the loop, one each in it.
+    EXPECT_EQ(count(*after, OpCode::AsyncCopyGlobalToLocal), 2 * S) << S;
+    EXPECT_EQ(count(*after, OpCode::Load), 0) << S;
+    for (int K : kLengths) {
+      Inputs in(K, 1000 * S + K);
+      Result want = run(*before, in, false);
+      for (int i = 0; i < 32 * 32; ++i)
+        ASSERT_EQ(want.c[i], in.ref(i / 32, i % 32))
+            << "K = " << K << " at " << i;
+      expectSameBits(run(*after, in, false), want,
+                     "S = " + std::to_string(S) + ", K = " + std::to_string(K));
+    }
+  }
+}
+
+TEST(PipelineLoops, CopiesPastTheEndAreMaskedOffWithoutALoadMask) {
+  const std::string text = matmulText(false, /*unmasked=*/true);
+  auto before = parse(text);
+  for (int S = 2; S <= 5; ++S) {
+    auto after = parse(text);
+    ASSERT_EQ(runGPU(*after, {"pipeline"}, S).counters["gpu.loops-pipelined"],
+              1);
+    for (int K : {0, 16, 48, 96}) {
+      Inputs in(K, 3 * S + K);
+      expectSameBits(run(*after, in, false), run(*before, in, false),
+                     "S = " + std::to_string(S) + ", K = " + std::to_string(K));
+    }
+  }
+}
+
+TEST(PipelineLoops, AnIterArgReadAfterTheLoopGetsAnAheadCopy) {
+  const std::string text = matmulText(true);
+  auto before = parse(text);
+  for (int S = 2; S <= 4; ++S) {
+    auto after = parse(text);
+    ASSERT_EQ(runGPU(*after, {"pipeline"}, S).counters["gpu.loops-pipelined"],
+              1);
+    // acc, the two pointers (moved ahead in place), %kk and its ahead copy,
+    // the two buffer indices.
+    Operation *loop = nullptr;
+    after->walk([&](Operation *op) {
+      if (op->code() == OpCode::For)
+        loop = op;
+    });
+    ASSERT_NE(loop, nullptr);
+    EXPECT_EQ(loop->numResults(), 7u) << print(*after);
+    for (int K : kLengths) {
+      Inputs in(K, 7 * S + K);
+      Result want = run(*before, in, true);
+      ASSERT_EQ(want.kend, (K + 15) / 16 * 16);
+      expectSameBits(run(*after, in, true), want,
+                     "S = " + std::to_string(S) + ", K = " + std::to_string(K));
+    }
+  }
+}
+
+TEST(PipelineLoops, ThroughTheSharedMemoryPasses) {
+  const std::string text = matmulText(false);
+  auto before = parse(text);
+  for (int S = 2; S <= 4; ++S) {
+    auto after = parse(text);
+    PassStats stats = runGPU(
+        *after, {"pipeline", "allocate-shared-memory", "insert-barriers"}, S);
+    // One barrier per iteration (before the copies), one after the loop
+    // (before the epilogue's layout conversion).
+    EXPECT_EQ(stats.counters["gpu.barriers-inserted"], 2) << S;
+    for (int K : {0, 16, 100}) {
+      Inputs in(K, 31 * S + K);
+      expectSameBits(run(*after, in, false), run(*before, in, false),
+                     "S = " + std::to_string(S) + ", K = " + std::to_string(K));
+    }
+  }
+}
+
+TEST(PipelineLoops, OneStageLeavesTheLoopAsItWas) {
+  const std::string text = matmulText(false);
+  auto m = parse(text);
+  std::string was = print(*m);
+  EXPECT_TRUE(runGPU(*m, {"pipeline"}, 1).counters.empty());
+  EXPECT_EQ(print(*m), was);
+}
