@@ -2,7 +2,8 @@
 tl.load + tl.dot), the same source under tritium and Triton, fp16 and bf16 (fp32 accumulate, output
 in the input dtype), beside torch.matmul (cuBLAS). Each compiler gets the same sweep of block
 configurations (the tutorial's autotuning space, num_warps 4/8, num_stages 3-4) and is reported
-at its best one; the check runs on that config. Also the seed's weak spot: small K.
+at its best one; the check runs on that config. Also the seed's weak spot: small K (K = 64, 128); fp8 e4m3 (B column-major, fp16 out) beside
+torch._scaled_mm; and tritium's mma.sync path (target sm_90) on the same GPU.
 
 Run: python3 benchmarks/bench_matmul.py [--json results.json] [--quick]
 """
@@ -112,52 +113,72 @@ def main():
     if triton is not None:
         impls["triton"] = build("triton")
     configs = QUICK_CONFIGS if args.quick else CONFIGS
-    sizes = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 64), (8192, 8192, 128)]
+    # (dtype, M, N, K, tritium target): the default target is the GPU's (sm_90a: wgmma); "sm_90"
+    # is the mma.sync path on the same GPU.
+    cases = [(torch.float16, 4096, 4096, 4096, None), (torch.bfloat16, 4096, 4096, 4096, None),
+             (torch.float16, 8192, 8192, 8192, None), (torch.bfloat16, 8192, 8192, 8192, None),
+             (torch.float16, 8192, 8192, 64, None), (torch.float16, 8192, 8192, 128, None),
+             (torch.float8_e4m3fn, 8192, 8192, 8192, None),
+             (torch.float16, 4096, 4096, 4096, "sm_90")]
     if args.quick:
-        sizes = sizes[:1]
+        cases = [cases[0], cases[6], cases[7]]
     rows = []
     print(f"matmul: {torch.cuda.get_device_name(0)}")
-    print(f"{'case':<26} {'impl':<8} {'ms':>9} {'TFLOP/s':>8} {'rel_err':>9} {'vs torch':>9} "
+    print(f"{'case':<34} {'impl':<8} {'ms':>9} {'TFLOP/s':>8} {'rel_err':>9} {'vs torch':>9} "
           f"{'vs triton':>9}  config")
-    for dtype in (torch.float16, torch.bfloat16):
-        for M, N, K in sizes:
-            if K < 4096 and dtype == torch.bfloat16:
+    for dtype, M, N, K, target in cases:
+        fp8 = dtype == torch.float8_e4m3fn
+        a = torch.randn(M, K, device="cuda").to(dtype)
+        # fp8: B column-major (K contiguous), as torch._scaled_mm and Triton's tutorial take it.
+        b = torch.randn(N, K, device="cuda").to(dtype).T if fp8 else \
+            torch.randn(K, N, device="cuda").to(dtype)
+        out_dtype = torch.float16 if fp8 else dtype
+        c = torch.empty(M, N, device="cuda", dtype=out_dtype)
+        ref = (a.float() @ b.float()) if fp8 else torch.matmul(a, b).float()
+        flops = 2 * M * N * K
+        case = f"{str(dtype)[6:]} {M}x{N}x{K}" + (f" {target}" if target else "")
+        if fp8:
+            one = torch.ones((), device="cuda")
+            torch_fn = lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.float16)  # noqa: E731
+        else:
+            torch_fn = lambda: torch.matmul(a, b)  # noqa: E731
+        res = {"torch": (common.time_ms(torch_fn, reps=args.reps), None)}
+        for name, kern in impls.items():
+            if target and name != "tritium":
                 continue
-            a = torch.randn(M, K, device="cuda").to(dtype)
-            b = torch.randn(K, N, device="cuda").to(dtype)
-            c = torch.empty(M, N, device="cuda", dtype=dtype)
-            ref = torch.matmul(a, b).float()
-            flops = 2 * M * N * K
-            case = f"{str(dtype)[6:]} {M}x{N}x{K}"
-            res = {"torch": (common.time_ms(lambda: torch.matmul(a, b), reps=args.reps), None)}
-            for name, kern in impls.items():
+            if target:
+                os.environ["TRITIUM_TARGET"] = target
+            try:
                 best, errors = best_config(kern, a, b, c, configs, max(args.reps // 4, 10))
-                if best is None:
-                    rows.append({"bench": "matmul", "case": case, "impl": name, "ok": False,
-                                 "error": "; ".join(errors)[:400]})
-                    print(f"{case:<26} {name:<8} FAILED: {'; '.join(errors)[:200]}")
-                    continue
-                ms, cfg = best
-                common.poison_(c)
-                launcher(kern, a, b, c, cfg)()
-                torch.cuda.synchronize()
-                err = common.rel_err(c.float(), ref)
-                res[name] = (ms, cfg, err)
-            t_ms = res["torch"][0]
-            tr_ms = res.get("triton", (None,))[0]
-            for name, r in res.items():
-                ms = r[0]
-                err = r[2] if len(r) > 2 else 0.0
-                ok = err <= 2e-2
-                rows.append({"bench": "matmul", "case": case, "impl": name, "ms": ms,
-                             "tflops": flops / (ms * 1e-3) / 1e12, "rel_err": err, "ok": ok,
-                             "config": list(r[1]) if r[1] else None, "bytes": 0})
-                vs_t = f"{ms / t_ms:8.2f}x"
-                vs_tr = f"{ms / tr_ms:8.2f}x" if tr_ms else f"{'-':>9}"
-                print(f"{case:<26} {name:<8} {ms:9.4f} {flops / (ms * 1e-3) / 1e12:8.1f} "
-                      f"{err:9.2e} {vs_t} {vs_tr}  {r[1] or ''}{'' if ok else '  WRONG'}")
-            del a, b, c, ref
-            torch.cuda.empty_cache()
+                if best is not None:
+                    ms, cfg = best
+                    common.poison_(c)
+                    launcher(kern, a, b, c, cfg)()
+                    torch.cuda.synchronize()
+                    err = common.rel_err(c.float(), ref)
+            finally:
+                os.environ.pop("TRITIUM_TARGET", None)
+            if best is None:
+                rows.append({"bench": "matmul", "case": case, "impl": name, "ok": False,
+                             "error": "; ".join(errors)[:400]})
+                print(f"{case:<34} {name:<8} FAILED: {'; '.join(errors)[:200]}")
+                continue
+            res[name] = (ms, cfg, err)
+        t_ms = res["torch"][0]
+        tr_ms = res.get("triton", (None,))[0]
+        for name, r in res.items():
+            ms = r[0]
+            err = r[2] if len(r) > 2 else 0.0
+            ok = err <= 2e-2
+            rows.append({"bench": "matmul", "case": case, "impl": name, "ms": ms,
+                         "tflops": flops / (ms * 1e-3) / 1e12, "rel_err": err, "ok": ok,
+                         "config": list(r[1]) if r[1] else None, "bytes": 0})
+            vs_t = f"{ms / t_ms:8.2f}x"
+            vs_tr = f"{ms / tr_ms:8.2f}x" if tr_ms else f"{'-':>9}"
+            print(f"{case:<34} {name:<8} {ms:9.4f} {flops / (ms * 1e-3) / 1e12:8.1f} "
+                  f"{err:9.2e} {vs_t} {vs_tr}  {r[1] or ''}{'' if ok else '  WRONG'}")
+        del a, b, c, ref
+        torch.cuda.empty_cache()
     print("(time ratios: >1 means slower than the peer)")
     common.save_rows(args.json, rows, {"matmul": {"device": torch.cuda.get_device_name(0)}})
     bad = [r for r in rows if r["impl"] == "tritium" and not r.get("ok", True)]

@@ -369,6 +369,41 @@ struct WgmmaDot {
     return d;
   }
 
+  /// The scf.for whose accumulator this op updates in place with a group
+  /// left in flight, or null: {async = true} (the pipelining pass made the
+  /// buffers safe), an fp32/int32 accumulator that is an iter_arg of the
+  /// loop directly around the op, used by nothing else, and a result used
+  /// only by the yield that carries it to the next iteration.
+  Operation *asyncLoop() const {
+    if (!op.hasAttr("async") || !op.boolAttr("async"))
+      return nullptr;
+    if (op.result(0)->type()->element()->dtype() == DType::FP16)
+      return nullptr;
+    Value *c = op.operand(2);
+    Block *b = c->ownerBlock();
+    if (!b || b != op.parentBlock() || c->index() == 0)
+      return nullptr;
+    Operation *loop = b->parentOp();
+    if (!loop || loop->code() != OpCode::For)
+      return nullptr;
+    Operation *y = b->terminator();
+    unsigned slot = c->index() - 1;
+    int usesC = 0, usesD = 0;
+    bool yielded = false;
+    loop->walk([&](Operation *u) {
+      for (unsigned i = 0; i < u->numOperands(); ++i) {
+        usesC += u->operand(i) == c;
+        if (u->operand(i) == op.result(0)) {
+          ++usesD;
+          yielded |= u == y && i == slot;
+        }
+      }
+    });
+    if (usesC != 1 || usesD != 1 || !yielded)
+      return nullptr;
+    return loop;
+  }
+
   void emit() {
     e.requireSM(op, 90, "wgmma (tl.dot on Hopper's tensor cores)");
     if (!e.opts.target.archA)
@@ -431,6 +466,8 @@ struct WgmmaDot {
     }
     const Regs &C = e.regs(op.operand(2));
     bool f16acc = ct == DType::FP16;
+    Operation *loop = asyncLoop();
+    bool inPlace = loop != nullptr;
     int nregs = (int)instrN / 2; // accumulator elements per thread
     std::map<Coord, std::vector<int>> slots; // tile -> register per element
     std::map<Coord, std::vector<std::string>> acc;
@@ -451,9 +488,14 @@ struct WgmmaDot {
             e.internalError(op, "layout " + lc.str() +
                                     " does not match wgmma's accumulator");
         }
-      // Fresh registers the instructions update in place.
+      // The registers the instructions update in place: the loop's own
+      // (async: nothing else touches them until the loop's last wait), or
+      // fresh copies.
       std::vector<std::string> regs;
-      if (f16acc) {
+      if (inPlace) {
+        for (int i = 0; i < nregs; ++i)
+          regs.push_back(C[s[i]]);
+      } else if (f16acc) {
         for (int i = 0; i < nregs; i += 2) {
           std::string r = e.reg(RC::B32);
           e.ins("mov.b32 " + r + ", {" + C[s[i]] + ", " + C[s[i + 1]] + "}");
@@ -518,7 +560,15 @@ struct WgmmaDot {
       }
     }
     e.ins("wgmma.commit_group.sync.aligned");
-    e.ins("wgmma.wait_group.sync.aligned 0");
+    if (inPlace) {
+      // Keep this group in flight: the previous iteration's is complete (the
+      // pipelining pass left its buffers alone for this); the loop waits
+      // for the last one after it ends.
+      e.ins("wgmma.wait_group.sync.aligned 1");
+      e.asyncWgmmaLoops.insert(loop);
+    } else {
+      e.ins("wgmma.wait_group.sync.aligned 0");
+    }
     Regs out(lc.numRegs());
     for (auto &[t, s] : slots) {
       const auto &regs = acc[t];

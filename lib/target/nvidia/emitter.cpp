@@ -380,10 +380,18 @@ void Emitter::requireSM(const Operation &op, int sm, const std::string &what) {
 void Emitter::parallelCopy(const std::vector<Regs> &to,
                            const std::vector<Regs> &from,
                            const std::vector<const Type *> &types) {
+  // A register copied onto itself is left alone: no write can clobber it
+  // (the destinations are distinct), and not reading it matters for an
+  // accumulator an asynchronous wgmma still owns.
   std::vector<Regs> tmp(to.size());
   for (size_t i = 0; i < to.size(); ++i) {
     RC c = regClass(types[i]->scalarType());
-    for (const std::string &r : from[i]) {
+    for (size_t k = 0; k < from[i].size(); ++k) {
+      const std::string &r = from[i][k];
+      if (r == to[i][k]) {
+        tmp[i].push_back(r);
+        continue;
+      }
       std::string t = reg(c);
       ins(std::string(movFor(c)) + " " + t + ", " + r);
       tmp[i].push_back(t);
@@ -392,7 +400,8 @@ void Emitter::parallelCopy(const std::vector<Regs> &to,
   for (size_t i = 0; i < to.size(); ++i) {
     RC c = regClass(types[i]->scalarType());
     for (size_t k = 0; k < to[i].size(); ++k)
-      ins(std::string(movFor(c)) + " " + to[i][k] + ", " + tmp[i][k]);
+      if (tmp[i][k] != to[i][k])
+        ins(std::string(movFor(c)) + " " + to[i][k] + ", " + tmp[i][k]);
   }
 }
 
@@ -536,6 +545,10 @@ void Emitter::emitOp(Operation &op) {
     break;
   case PtxFamily::ControlFlow:
     done = emitControlFlow(*this, op);
+    // A loop whose wgmma kept a group in flight: its results are read from
+    // here on.
+    if (done && asyncWgmmaLoops.count(&op))
+      ins("wgmma.wait_group.sync.aligned 0");
     break;
   case PtxFamily::Tensor:
     done = emitTensorOp(*this, op);

@@ -30,6 +30,7 @@
 #include "tritium/target/nvidia/ptx.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -138,6 +139,10 @@ public:
   /// can be the thread's address plus constant bytes (ptxas then folds the
   /// constant into the load's immediate offset, as Triton's code has it).
   std::map<std::string, std::pair<std::string, int64_t>> rangeRegs;
+  /// scf.for ops whose body leaves a wgmma group in flight (an async
+  /// ttng.warp_group_dot accumulating into the loop's registers): emitOp
+  /// waits for it after the loop.
+  std::set<const Operation *> asyncWgmmaLoops;
 
   // ---- emission -------------------------------------------------------------
   void emitBlock(Block &b);
