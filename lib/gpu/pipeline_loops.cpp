@@ -40,7 +40,8 @@
 //     cheap to run for an iteration that does not exist (no division, which
 //     might trap in the executor); a candidate whose slice is not is left
 //     as it was (a pointer loaded in the body, or produced by an scf.if).
-//     The lookahead D is chosen here (above).
+//     Then the lookahead D (above), and which wgmmas may be async: those
+//     whose A and B are pipelined buffers or defined outside the loop.
 //  3. Values of iteration i+D: the slice is cloned with the induction
 //     variable iv + D*step and "ahead" iter args that hold the
 //     loop-carried values of iteration i+D. Carried, not recomputed:
@@ -69,7 +70,10 @@
 //     %lag in between when D = S-2). Carrying costs register moves where
 //     computing (%read + D) mod S would cost an add, a compare and a select
 //     per iteration.
-//  6. After the loop: wait for every group, deallocate the buffers.
+//  6. After the loop: wait for every group, deallocate the buffers. (The
+//     wgmma of the last iteration may still be in flight when the loop
+//     exits: the emitter retires it, wait_group 0, before the ops after
+//     the loop, which may reuse the buffers' bytes.)
 // "Iteration k runs" is decided without overflow: in the body iv < ub, so
 // ub - iv fits the unsigned type of the IV, and iteration i+k runs exactly
 // when (ub - iv) >u k*step; in the prologue, lb < ub and (ub - lb) >u j*step.
