@@ -5,51 +5,75 @@
 // operand so):
 //   %x = tt.load %ptr[, %mask[, %other]]    -- its only user is
 //   %m = ttg.local_alloc %x                 -- read only by ttg.local_load
-// With S = num_stages buffers the loop becomes
+//                                              or ttng.warp_group_dot
+// With S = num_stages buffers and a lookahead of D iterations the loop
+// becomes
 //   %bufs = ttg.local_alloc : !ttg.memdesc<S x tile, mutable>   (per load)
-//   copies of iterations 0..S-2 into buffers 0..S-2, one commit group each
-//   scf.for ... (iter args ..., %read = 0, %write = S-1) {
-//     ttg.async_wait {num = S-2}      -- the group of this iteration is done
-//     copies of iteration i+S-1 into buffer %write; one commit group
+//   copies of iterations 0..D-1 into buffers 0..D-1, one commit group each
+//   scf.for ... (iter args ..., %read = 0, [%lag = S-1,] %write = D) {
+//     ttg.async_wait {num = D-1}      -- the group of this iteration is done
+//     copies of iteration i+D into buffer %write; one commit group
 //     ... ttg.local_load (ttg.memdesc_index %bufs, %read), %wait ...
-//     scf.yield ..., (%read + 1) mod S, %read
+//     scf.yield ..., (%read + 1) mod S, %read[, %lag]
 //   }
 //   ttg.async_wait {num = 0}; ttg.local_dealloc %bufs
+// D = S-1 (every buffer but the one being read is being filled), except
+// where a ttng.warp_group_dot reads a buffer and S >= 3: then D = S-2 and
+// the dots get {async = true}. An async wgmma of iteration i-1 may still
+// read buffer (i-1) mod S while iteration i runs (the emitter keeps one
+// wgmma group in flight), so iteration i must not write it: with D = S-2 it
+// writes (i+S-2) mod S = (i-2) mod S, whose wgmma group the wait_group 1 of
+// iteration i-1 retired. With S = 2 there is no such buffer to spare: D = 1
+// and the dots stay synchronous.
 //
 // Outline:
 //  1. The loop qualifies when it is innermost, its step is a positive
 //     constant, its induction variable a signed integer, and its body
 //     neither writes global memory nor calls (the loads move ahead of the
-//     body's other accesses by S-1 iterations).
+//     body's other accesses by D iterations).
 //  2. Candidates: tt.load ops directly in the body whose only user is a
-//     ttg.local_alloc read only by ttg.local_load ops. Each one's "slice":
+//     ttg.local_alloc read only by ttg.local_load and ttng.warp_group_dot
+//     ops (as an A or B operand). Each one's "slice":
 //     the body ops computing its pointer, mask and other, closed over the
 //     loop-carried values they read (an iter arg read brings in the ops of
 //     its yielded value). Every slice op must be pure, regionless and
 //     cheap to run for an iteration that does not exist (no division, which
 //     might trap in the executor); a candidate whose slice is not is left
 //     as it was (a pointer loaded in the body, or produced by an scf.if).
-//  3. Values of iteration i+S-1: the slice is cloned with the induction
-//     variable iv + (S-1)*step and "ahead" iter args that hold the
-//     loop-carried values of iteration i+S-1. Carried, not recomputed:
-//     recomputing p(i+S-1) from p(i) needs to know the update is p + an
+//     Then the lookahead D (above), and which wgmmas may be async: those
+//     whose A and B are pipelined buffers or defined outside the loop.
+//  3. Values of iteration i+D: the slice is cloned with the induction
+//     variable iv + D*step and "ahead" iter args that hold the
+//     loop-carried values of iteration i+D. Carried, not recomputed:
+//     recomputing p(i+D) from p(i) needs to know the update is p + an
 //     invariant, while carrying works for any pure update chain. An iter arg
 //     that only the slice reads (the usual pointer) is itself moved ahead
-//     (its init becomes its value at iteration S-1, its yield the ahead
+//     (its init becomes its value at iteration D, its yield the ahead
 //     update) and costs nothing more; one read elsewhere, or whose loop
 //     result is used, keeps its value and gets an ahead copy.
 //  4. Prologue, before the loop: the multi-buffered allocations; for
-//     j = 0..S-2 the slice cloned for iteration j (iv = lb + j*step, iter
+//     j = 0..D-1 the slice cloned for iteration j (iv = lb + j*step, iter
 //     args through j clones of their update) and its copies into buffer j,
 //     masked off where iteration j does not run, one commit group per j.
-//  5. Body: the wait, the slice for i+S-1 and its copies into buffer
-//     %write (= (i+S-1) mod S = (i-1) mod S, read by iteration i-1, which
-//     is done before every thread passed the barrier insert-barriers puts
-//     after the wait), masked off past the end. The local_alloc's result is
-//     replaced by buffer %read; the local_loads take the wait's token. The
-//     original tt.load and local_alloc are erased, and so are the slice ops
-//     left without users.
-//  6. After the loop: wait for every group, deallocate the buffers.
+//  5. Body: the wait, the slice for i+D and its copies into buffer
+//     %write (= (i+D) mod S = (i-(S-D)) mod S, read by iteration i-(S-D),
+//     which is done before every thread passed the barrier insert-barriers
+//     puts after the wait -- for an async wgmma, done by the wait_group 1
+//     that follows the next iteration's wgmma), masked off past the end.
+//     The local_alloc's result is replaced by buffer %read; the local_loads
+//     take the wait's token; the wgmmas are ordered after the wait by
+//     program order. The original tt.load and local_alloc are erased, and
+//     so are the slice ops left without users. The buffer indices: %read is
+//     i mod S, advanced by an increment and a wrap; %write is the %read of
+//     S-D iterations back, carried through S-D iter args that each yield
+//     the one before (%write = %read of the last iteration when D = S-1, a
+//     %lag in between when D = S-2). Carrying costs register moves where
+//     computing (%read + D) mod S would cost an add, a compare and a select
+//     per iteration.
+//  6. After the loop: wait for every group, deallocate the buffers. (The
+//     wgmma of the last iteration may still be in flight when the loop
+//     exits: the emitter retires it, wait_group 0, before the ops after
+//     the loop, which may reuse the buffers' bytes.)
 // "Iteration k runs" is decided without overflow: in the body iv < ub, so
 // ub - iv fits the unsigned type of the IV, and iteration i+k runs exactly
 // when (ub - iv) >u k*step; in the prologue, lb < ub and (ub - lb) >u j*step.
@@ -92,6 +116,8 @@ struct Candidate {
 struct Plan {
   Operation *loop = nullptr;
   int stages = 0;
+  int lookahead = 0; // D: the copies run D iterations ahead (S-1 or S-2)
+  std::vector<Operation *> asyncDots; // the wgmmas to mark {async = true}
   int64_t step = 0;
   std::vector<Candidate> loads;
   std::set<Operation *> slice;
@@ -100,6 +126,17 @@ struct Plan {
 };
 
 Block &bodyOf(Operation *loop) { return loop->region(0).front(); }
+
+/// Whether `v` is defined by an op nested in `loop` or is one of the block
+/// arguments of its regions.
+bool definedInside(Operation *loop, Value *v) {
+  Operation *op = v->isBlockArg() ? v->ownerBlock()->parentOp()
+                                  : v->definingOp();
+  for (; op; op = op->parentOp())
+    if (op == loop)
+      return true;
+  return false;
+}
 
 /// Ops that may run for an iteration that does not exist, and are worth
 /// running twice.
@@ -172,7 +209,7 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   int64_t ivMax = ivType->dtype() == DType::I32
                       ? std::numeric_limits<int32_t>::max()
                       : std::numeric_limits<int64_t>::max();
-  // (S-1)*step must be a positive value of the IV's type.
+  // D*step (D <= S-1) must be a positive value of the IV's type.
   if (!step || *step <= 0 || *step > ivMax / (stages - 1))
     return std::nullopt;
   p.step = *step;
@@ -231,6 +268,32 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   }
   if (p.loads.empty())
     return std::nullopt;
+
+  // The lookahead (see the top of the file). A wgmma may run asynchronously
+  // when each of its shared operands is a pipelined buffer (left alone for
+  // an iteration after its read) or defined outside the loop (never
+  // written in it); another shared value made in the body would be
+  // overwritten by the next iteration's local_alloc while being read.
+  p.lookahead = stages - 1;
+  if (stages >= 3) {
+    std::set<Value *> pipelined;
+    for (const Candidate &c : p.loads)
+      pipelined.insert(c.alloc->result(0));
+    std::set<Operation *> seen;
+    for (const Candidate &c : p.loads)
+      for (Operation *r : c.reads) {
+        if (r->code() != OpCode::WarpGroupDot || !seen.insert(r).second)
+          continue;
+        bool safe = true;
+        for (unsigned k = 0; k < 2; ++k)
+          safe = safe && (pipelined.count(r->operand(k)) ||
+                          !definedInside(loop, r->operand(k)));
+        if (safe)
+          p.asyncDots.push_back(r);
+      }
+    if (!p.asyncDots.empty())
+      p.lookahead = stages - 2;
+  }
 
   // Step 3: which ahead iter args move ahead in place. Everything that
   // reads one must be a slice op (cloned for the ahead values, the original
@@ -341,9 +404,9 @@ public:
     for (unsigned k : p_.ahead)
       cur[k] = loop->operand(3 + k);
     Value *nonEmpty = pre.cmp("slt", lb, ub);
-    Value *span = p_.stages > 2 ? pre.op(OpCode::SubI, {ub, lb}, ivType)
-                                : nullptr;
-    for (int j = 0; j + 1 < p_.stages; ++j) {
+    const int D = p_.lookahead;
+    Value *span = D > 1 ? pre.op(OpCode::SubI, {ub, lb}, ivType) : nullptr;
+    for (int j = 0; j < D; ++j) {
       Value *iv = lb, *runs = nonEmpty;
       if (j > 0) {
         Value *offset = pre.constant(j * p_.step, ivType);
@@ -373,16 +436,23 @@ public:
       }
       aheadArg[k] = addIter(cur[k]);
     }
+    // %read = i mod S, then lag[m-1] = (i-m) mod S for m = 1..S-D; the
+    // last is %write = (i+D) mod S.
     Value *read = addIter(pre.constant(0, i32));
-    Value *write = addIter(pre.constant(p_.stages - 1, i32));
     read->nameHint = "read_idx";
+    std::vector<Value *> lag;
+    for (int m = 1; m <= p_.stages - D; ++m) {
+      lag.push_back(addIter(pre.constant(p_.stages - m, i32)));
+      lag.back()->nameHint = "lag_idx";
+    }
+    Value *write = lag.back();
     write->nameHint = "write_idx";
 
-    // The top of the body: wait, then the copies of iteration i+S-1.
+    // The top of the body: wait, then the copies of iteration i+D.
     Emitter top{&body_, body_.ops().begin(), loop->loc()};
     Value *wait = top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
-                         {{"num", int64_t(p_.stages - 2)}});
-    Value *distance = top.constant((p_.stages - 1) * p_.step, ivType);
+                         {{"num", int64_t(D - 1)}});
+    Value *distance = top.constant(D * p_.step, ivType);
     Value *iv = body_.argument(0);
     Value *ivAhead = top.op(OpCode::AddI, {iv, distance}, ivType);
     ivAhead->nameHint = "iv_ahead";
@@ -429,6 +499,10 @@ public:
         end.op(OpCode::Select, {wrap, end.constant(0, i32), inc}, i32);
     yield->operands().push_back(nextRead);
     yield->operands().push_back(read);
+    for (size_t m = 0; m + 1 < lag.size(); ++m)
+      yield->operands().push_back(lag[m]);
+    for (Operation *dot : p_.asyncDots)
+      dot->setAttr("async", true);
 
     // Step 6.
     unused_.push_back(ivAhead->definingOp());
