@@ -202,13 +202,15 @@ struct SinkPlan {
 /// than c did) and on no more registers per thread in `from` (no extra
 /// work where `from` holds copies), every operand planned or cheap to
 /// rebuild in `from`.
-bool canRunIn(Operation *u, const GPULayout *from, int64_t bytes,
-              Rematerializer &dry) {
+bool canRunIn(Operation *u, const GPULayout *from, const GPULayout *to,
+              int64_t bytes, Rematerializer &dry) {
   if (!u->hasTrait(ELEM) || !u->hasTrait(PURE) || u->numResults() != 1 ||
       u->numRegions())
     return false;
+  // The result in the conversion's layout, as in any well-typed
+  // elementwise use (IR rewired but not yet verified may differ).
   const Type *rt = u->result(0)->type();
-  if (!rt->isTensor() || !layoutOf(rt) ||
+  if (!rt->isTensor() || layoutOf(rt) != to ||
       storageBytes(rt->scalarType()) > bytes ||
       linearOf(withLayout(rt, from)).numRegs() > linearOf(rt).numRegs())
     return false;
@@ -246,7 +248,7 @@ std::optional<SinkPlan> planSink(Operation *c) {
     });
     if (uses.empty())
       continue;
-    if (canRunIn(u, from, bytes, dry)) {
+    if (canRunIn(u, from, layoutOf(c->result(0)->type()), bytes, dry)) {
       plan.ops.push_back(u);
       planned.insert(u->result(0));
       dry.done[{u->result(0), from}] = u->result(0);
