@@ -118,11 +118,14 @@ public:
     f.walk([&](Operation *op) {
       if (op->code() == OpCode::LocalAlloc) {
         int64_t offset = sharedOffset(*op);
+        // IR given as text may come without a plan: the caller's pass
+        // order, not a bug of ours.
         if (offset < 0)
-          throw InternalError("insert-barriers: '" + std::string(op->name()) +
-                              "'" + at(*op) + " has no '" +
+          throw UserError("'" + std::string(op->name()) + "' has no '" +
                               kAllocationOffsetAttr +
-                              "' (run --allocate-shared-memory first)");
+                              "': run --allocate-shared-memory before "
+                              "--insert-barriers",
+                          op->loc());
         bytes_[op->result(0)] = {
             offset, offset + memdescBytes(op->result(0)->type()), true};
       } else if (op->code() == OpCode::MemDescIndex) {

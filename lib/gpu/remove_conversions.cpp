@@ -9,12 +9,27 @@
 //    layout, right before the conversion. Recomputing a few integer ops per
 //    element is much cheaper than a round trip through shared memory with
 //    two barriers.
-// 3. Pure ops left without users are erased.
+// 3. A conversion is sunk below the elementwise ops that consume it: from
+//    its users on, the pure elementwise ops of its block whose operands are
+//    the converted value, results of ops already taken, or cheap to rebuild
+//    (as in 2) are rebuilt in the conversion's source layout, as long as no
+//    result is wider per element than the converted value. When exactly
+//    one of their results is used by the ops left behind, that result is
+//    converted instead, and the original conversion dies. So the matmul
+//    epilogue truncates the accumulator in the mma layout and moves half
+//    the bytes through shared memory; `where(x > 0, x, 0.01 * x)` (x used
+//    three times) moves as a whole. New conversions are tried again, then
+//    1 and 2 run over the result.
+// 4. Pure ops left without users are erased.
+#include "tritium/gpu/conversion.h"
 #include "tritium/gpu/passes.h"
 #include "tritium/gpu/shared_memory.h"
 
 #include <functional>
+#include <iterator>
 #include <map>
+#include <optional>
+#include <set>
 
 namespace tritium::gpu {
 
@@ -137,39 +152,190 @@ int eraseDeadPureOps(Function &f) {
   return erased;
 }
 
+/// Steps 1 and 2 over every conversion of `f`; whether any was replaced.
+bool replaceConversions(Function &f, PassStats &stats) {
+  std::vector<Operation *> convs;
+  f.walk([&](Operation *op) {
+    if (isLayoutConversion(*op) && layoutOf(op->result(0)->type()))
+      convs.push_back(op);
+  });
+  bool any = false;
+  for (Operation *c : convs) {
+    Value *src = c->operand(0);
+    while (src->definingOp() && isLayoutConversion(*src->definingOp()))
+      src = src->definingOp()->operand(0);
+    c->operands()[0] = src;
+    const GPULayout *want = layoutOf(c->result(0)->type());
+    Value *replacement = nullptr;
+    if (src->type() == c->result(0)->type()) {
+      replacement = src;
+    } else {
+      Rematerializer dry(c);
+      if (dry.remat(src, want, false)) {
+        Rematerializer real(c);
+        replacement = real.remat(src, want, true);
+        stats.add("gpu.ops-rematerialized", real.created);
+      }
+    }
+    if (!replacement)
+      continue;
+    replaceAllUsesWith(f, c->result(0), replacement);
+    stats.add("gpu.conversions-removed");
+    any = true;
+  }
+  return any;
+}
+
+/// What sinking conversion `c` (x in layout `from` -> y) would rebuild:
+/// `ops`, the elementwise ops after c in its block that can run in `from`
+/// (in block order), and `out`, the one value among their results that
+/// ops outside the set use, which gets the new conversion.
+struct SinkPlan {
+  std::vector<Operation *> ops;
+  Value *out = nullptr;
+};
+
+/// Whether `u` may run in layout `from` given the values already planned
+/// there (`dry`'s cache): pure, elementwise, no regions (so no nested use
+/// and the same values element by element in any layout), a result no
+/// wider in memory than `bytes` (the conversion at the end moves no more
+/// than c did) and on no more registers per thread in `from` (no extra
+/// work where `from` holds copies), every operand planned or cheap to
+/// rebuild in `from`.
+bool canRunIn(Operation *u, const GPULayout *from, const GPULayout *to,
+              int64_t bytes, Rematerializer &dry) {
+  if (!u->hasTrait(ELEM) || !u->hasTrait(PURE) || u->numResults() != 1 ||
+      u->numRegions())
+    return false;
+  // The result in the conversion's layout, as in any well-typed
+  // elementwise use (IR rewired but not yet verified may differ).
+  const Type *rt = u->result(0)->type();
+  if (!rt->isTensor() || layoutOf(rt) != to ||
+      storageBytes(rt->scalarType()) > bytes ||
+      linearOf(withLayout(rt, from)).numRegs() > linearOf(rt).numRegs())
+    return false;
+  for (Value *o : u->operands())
+    if (!dry.remat(o, from, false))
+      return false;
+  return true;
+}
+
+/// Grows the set of ops to rebuild from c's users, scanning c's block in
+/// order: an op that uses a planned value joins when canRunIn says so;
+/// otherwise the planned values it uses (or ops in its regions use) must
+/// stay available in c's layout. Null when that is not exactly one value,
+/// other than c's own result, of at most c's bytes per element (a second
+/// conversion, e.g. for a store of the fp32 values beside a truncf, would
+/// move more data than c alone).
+std::optional<SinkPlan> planSink(Operation *c) {
+  Value *x = c->operand(0);
+  const GPULayout *from = layoutOf(x->type());
+  if (!from || from->kind() == GPULayout::Kind::DotOperand)
+    return std::nullopt;
+  int64_t bytes = storageBytes(c->result(0)->type()->scalarType());
+  Rematerializer dry(c);
+  dry.done[{c->result(0), from}] = x;
+  SinkPlan plan;
+  std::set<Value *> planned = {c->result(0)}, needed;
+  Block *b = c->parentBlock();
+  for (auto it = std::next(b->find(c)); it != b->ops().end(); ++it) {
+    Operation *u = it->get();
+    std::set<Value *> uses;
+    u->walk([&](Operation *op) {
+      for (Value *o : op->operands())
+        if (planned.count(o))
+          uses.insert(o);
+    });
+    if (uses.empty())
+      continue;
+    if (canRunIn(u, from, layoutOf(c->result(0)->type()), bytes, dry)) {
+      plan.ops.push_back(u);
+      planned.insert(u->result(0));
+      dry.done[{u->result(0), from}] = u->result(0);
+    } else {
+      needed.insert(uses.begin(), uses.end());
+    }
+  }
+  if (plan.ops.empty() || needed.size() != 1 ||
+      *needed.begin() == c->result(0))
+    return std::nullopt;
+  plan.out = *needed.begin();
+  return plan;
+}
+
+/// Rebuilds the plan's ops in the layout of c's operand, each right before
+/// its original (so the scalars the rebuilt splats read dominate them), and
+/// converts the plan's output back; erases the originals. Returns the new
+/// conversion.
+Operation *sink(Function &f, Operation *c, const SinkPlan &plan,
+                PassStats &stats) {
+  const GPULayout *from = layoutOf(c->operand(0)->type());
+  Rematerializer real(c);
+  real.done[{c->result(0), from}] = c->operand(0);
+  Operation *conversion = nullptr;
+  for (Operation *u : plan.ops) {
+    real.insertBefore = u;
+    std::vector<Value *> operands;
+    for (Value *o : u->operands())
+      operands.push_back(real.remat(o, from, true));
+    Value *old = u->result(0);
+    auto copy = Operation::create(u->code(), operands,
+                                  {withLayout(old->type(), from)}, u->attrs(),
+                                  u->loc());
+    Block *b = u->parentBlock();
+    Value *rebuilt = b->insert(b->find(u), std::move(copy))->result(0);
+    real.done[{old, from}] = rebuilt;
+    if (old == plan.out) {
+      Value *converted =
+          createLayoutConversion(u, rebuilt, layoutOf(old->type()));
+      converted->nameHint = old->nameHint;
+      replaceAllUsesWith(f, old, converted);
+      conversion = converted->definingOp();
+    }
+  }
+  // Only planned ops use the other results: erase users first.
+  for (auto it = plan.ops.rbegin(); it != plan.ops.rend(); ++it)
+    (*it)->erase();
+  stats.add("gpu.ops-rematerialized", real.created);
+  stats.add("gpu.ops-sunk", (int64_t)plan.ops.size());
+  stats.add("gpu.conversions-sunk");
+  return conversion;
+}
+
+/// Step 3 over every conversion of `f`, and over the conversions it
+/// creates; whether anything moved.
+bool sinkConversions(Function &f, PassStats &stats) {
+  std::vector<Operation *> work;
+  f.walk([&](Operation *op) {
+    if (isLayoutConversion(*op) && layoutOf(op->result(0)->type()))
+      work.push_back(op);
+  });
+  bool any = false;
+  // Conversions are never erased here (a dead one waits for step 4), so
+  // the pointers stay valid. Each sink leaves one conversion further down
+  // a chain of elementwise ops, which the next round may move again.
+  for (size_t i = 0; i < work.size(); ++i) {
+    Operation *c = work[i];
+    auto plan = planSink(c);
+    if (!plan)
+      continue;
+    work.push_back(sink(f, c, *plan, stats));
+    any = true;
+  }
+  return any;
+}
+
 } // namespace
 
 void removeLayoutConversions(Module &m, const PipelineOptions &,
                              PassStats &stats) {
   for (auto &fn : m.functions()) {
     Function &f = *fn;
-    std::vector<Operation *> convs;
-    f.walk([&](Operation *op) {
-      if (isLayoutConversion(*op) && layoutOf(op->result(0)->type()))
-        convs.push_back(op);
-    });
-    bool any = false;
-    for (Operation *c : convs) {
-      Value *src = c->operand(0);
-      while (src->definingOp() && isLayoutConversion(*src->definingOp()))
-        src = src->definingOp()->operand(0);
-      c->operands()[0] = src;
-      const GPULayout *want = layoutOf(c->result(0)->type());
-      Value *replacement = nullptr;
-      if (src->type() == c->result(0)->type()) {
-        replacement = src;
-      } else {
-        Rematerializer dry(c);
-        if (dry.remat(src, want, false)) {
-          Rematerializer real(c);
-          replacement = real.remat(src, want, true);
-          stats.add("gpu.ops-rematerialized", real.created);
-        }
-      }
-      if (!replacement)
-        continue;
-      replaceAllUsesWith(f, c->result(0), replacement);
-      stats.add("gpu.conversions-removed");
+    bool any = replaceConversions(f, stats);
+    if (sinkConversions(f, stats)) {
+      // A sunk conversion may now meet another one, or a value that is
+      // cheap to rebuild (e.g. a splat multiplied after the cast).
+      replaceConversions(f, stats);
       any = true;
     }
     if (any)

@@ -40,8 +40,18 @@ OpSupport layoutSupport(OpCode code);
 /// folds chains of conversions, and recomputes cheap producers (constants,
 /// splats, make_range and the integer/pointer arithmetic, broadcasts and
 /// expand_dims over them) directly in the wanted layout instead of moving
-/// their values through shared memory; then erases what became unused.
-/// Counters: gpu.conversions-removed, gpu.ops-rematerialized.
+/// their values through shared memory. Then sinks conversions below the
+/// pure elementwise ops of their block that consume them (casts, arithmetic
+/// with splats or constants, compares, selects): the ops run in the source
+/// layout and only their one result used elsewhere is converted, when it is
+/// no wider per element than the converted value (so `acc.to(f16)` converts
+/// fp16: the matmul epilogue moves half the bytes). A conversion stays when
+/// a user has a memory effect, is not elementwise, sits in another block,
+/// widens, has an operand that cannot be rebuilt (a load), or when more
+/// than one value would need converting (e.g. a store of the fp32 values
+/// beside the truncf). Finally erases what became unused.
+/// Counters: gpu.conversions-removed, gpu.ops-rematerialized,
+/// gpu.conversions-sunk, gpu.ops-sunk.
 void removeLayoutConversions(Module &m, const PipelineOptions &opts,
                              PassStats &stats);
 
