@@ -6,8 +6,9 @@ Cases (each run in a new Python process, so nothing is cached in memory):
          passes, PTX, ptxas (or the driver's JIT), module load and the
          first launch, until torch.cuda.synchronize() returns;
   warm   the first call in a new process whose disk cache holds the kernel;
-for the vector-add kernel (fp32, BLOCK 1024, 4 warps) and the layer-norm
-forward kernel (fp16, N 4096, BLOCK 4096, 8 warps). The interpreter, torch
+for the vector-add kernel (fp32, BLOCK 1024, 4 warps), the layer-norm
+forward kernel (fp16, N 4096, BLOCK 4096, 8 warps) and, on a GPU, the
+tutorial matmul (fp16 4096^3, 128x128x64, 4 warps, 4 stages). The interpreter, torch
 and the compiler are imported, and the CUDA context made, before the clock
 starts. For tritium the cold compile is also split into phases
 (TRITIUM_COMPILE_TIMES=1): cache lookup, AST walk, tile passes, GPU
@@ -181,9 +182,34 @@ COMPILE_SIGS = {
 # the child process: one measurement, printed as JSON on the last line
 
 
+def _child_launch_matmul(impl):
+    """First call of the tutorial matmul (bench_matmul.py's source), fp16 4096^3, 128x128x64
+    tiles, 4 warps, 4 stages: the issue's compile-time yardstick."""
+    import torch
+    sys.path.insert(0, HERE)
+    t_imp = time.perf_counter()
+    import bench_matmul
+    k = bench_matmul.build("triton" if impl == "triton" else "tritium")
+    imported_ms = (time.perf_counter() - t_imp) * 1e3
+    n = 4096
+    a = torch.randn(n, n, device="cuda").half()
+    b = torch.randn(n, n, device="cuda").half()
+    c = torch.full((n, n), float("nan"), device="cuda", dtype=torch.float16)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    bench_matmul.launcher(k, a, b, c, (128, 128, 64, 4, 4))()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) * 1e3
+    ref = (a.float() @ b.float())
+    err = float((c.float() - ref).norm() / ref.norm())
+    return {"ms": ms, "ok": err < 1e-2, "import_ms": imported_ms}
+
+
 def _child_launch(impl, case):
     """First call of `case` on the GPU (compile + load + launch)."""
     import torch
+    if case == "matmul":
+        return _child_launch_matmul(impl)
     t_imp = time.perf_counter()
     mod, kernels = tritium_kernels() if impl.startswith("tritium") else triton_kernels()
     imported_ms = (time.perf_counter() - t_imp) * 1e3
@@ -436,7 +462,7 @@ def main():
         print("compile: triton is not importable; tritium only")
     rows, failed = [], False
     results = {}
-    for case in ("vector_add", "layer_norm"):
+    for case in ("vector_add", "layer_norm") + (("matmul",) if on_gpu else ()):
         for impl in impls:
             spec = ({"kind": "launch", "impl": impl, "case": case} if on_gpu
                     else {"kind": "compile", "case": case})
@@ -469,7 +495,7 @@ def main():
           "instead of ptxas, TRITIUM_PTXAS=0)")
 
     print("\nwhere tritium's cold compile goes (median ms; TRITIUM_COMPILE_TIMES=1):")
-    for case, impl in ((c, i) for c in ("vector_add", "layer_norm") for i in impls
+    for case, impl in ((c, i) for c in ("vector_add", "layer_norm", "matmul") for i in impls
                        if i.startswith("tritium")):
         r = results.get((case, impl), {})
         ph = r.get("phases") or {}

@@ -233,6 +233,36 @@ struct Assigner {
     return BlockedLayout::forShape(shape, spt, bestOrder, numWarps);
   }
 
+  /// Elements per thread contiguous along dim d of `l` on `shape`: the
+  /// register bases 1, 2, 4... along d.
+  static int64_t perThreadAlong(const GPULayout *l,
+                                const std::vector<int64_t> &shape, int d) {
+    LinearLayout ll = l->toLinear(shape);
+    int64_t n = 1;
+    for (const Basis &b : ll.reg()) {
+      bool unit = b[d] == n;
+      for (size_t k = 0; k < b.size(); ++k)
+        if ((int)k != d && b[k] != 0)
+          unit = false;
+      if (!unit)
+        break;
+      n *= 2;
+    }
+    return n;
+  }
+
+  /// Would layout l give group g's memory accesses fewer elements per thread
+  /// along their contiguous dim than its own coalesced layout?
+  bool narrower(const Group &g, const GPULayout *l) {
+    const GPULayout *own = coalesced(g);
+    const auto &shape = g.members.front()->type()->shape();
+    auto *b = dynamic_cast<const BlockedLayout *>(own);
+    if (!b || shape.empty())
+      return false;
+    int d = (int)b->order[0];
+    return perThreadAlong(l, shape, d) < b->sizePerThread[d];
+  }
+
   static int log2Floor(int64_t v) {
     int n = 0;
     while ((int64_t(2) << n) <= v)
@@ -310,6 +340,12 @@ struct Assigner {
             continue;
           const GPULayout *l = derive(*e, towardsDst, cur->layout);
           if (!l)
+            continue;
+          // A smaller group with memory accesses of its own takes the
+          // neighbour's layout only if its accesses stay as wide (a matmul's
+          // A tile must not inherit the 128-wide store layout of C through
+          // the row offsets they share).
+          if (!next->anchors.empty() && narrower(*next, l))
             continue;
           next->layout = l;
           queue.push_back(next);

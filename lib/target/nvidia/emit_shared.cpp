@@ -373,6 +373,10 @@ bool isZeroOrAbsent(Value *v) {
   if (!v)
     return true;
   Operation *def = v->definingOp();
+  // `other=0.0` for an fp8 or fp16 load arrives as a float cast of a zero
+  // constant; a cast of +0 is +0 in every format.
+  while (def && (def->code() == OpCode::TruncF || def->code() == OpCode::ExtF))
+    def = def->operand(0)->definingOp();
   if (!def || def->code() != OpCode::Constant)
     return false;
   const Attribute &a = def->attrs().at("value");
