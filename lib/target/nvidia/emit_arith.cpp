@@ -671,6 +671,10 @@ bool emitArithmetic(Emitter &e, Operation &op) {
   std::vector<int> rep = e.equalRegisters(op.result(0));
   Regs out;
   for (int i = 0; i < n; ++i) {
+    if (!e.demanded(op.result(0), i)) {
+      out.push_back(Emitter::kUndemanded);
+      continue;
+    }
     if (rep[i] != i) {
       out.push_back(out[rep[i]]);
       continue;

@@ -52,7 +52,17 @@ void emitFor(Emitter &e, Operation &op) {
     carried.push_back(freshRegs(e, a->type()));
     inits.push_back(e.regs(op.operand(3 + i)));
   }
-  e.parallelCopy(carried, inits, typesOf(args));
+  // Only the registers something reads (demand.cpp): a loop-carried tensor
+  // of pointers read once per vector carries one register per vector.
+  auto live = [&](const std::vector<Regs> &regs) {
+    std::vector<Regs> out(regs.size());
+    for (size_t i = 0; i < regs.size(); ++i)
+      for (size_t r = 0; r < regs[i].size(); ++r)
+        if (e.demanded(args[i], (int)r))
+          out[i].push_back(regs[i][r]);
+    return out;
+  };
+  e.parallelCopy(live(carried), live(inits), typesOf(args));
   e.bind(body.argument(0), {iv});
   for (size_t i = 0; i < args.size(); ++i)
     e.bind(args[i], carried[i]);
@@ -64,7 +74,7 @@ void emitFor(Emitter &e, Operation &op) {
   e.label(top);
   e.emitBlock(body);
   Operation *y = body.terminator();
-  e.parallelCopy(carried, operandRegs(e, y, 0), typesOf(args));
+  e.parallelCopy(live(carried), live(operandRegs(e, y, 0)), typesOf(args));
   e.ins("add." + ty + " " + iv + ", " + iv + ", " + step);
   std::string q = e.reg(RC::Pred);
   e.ins("setp.lt." + ty + " " + q + ", " + iv + ", " + ub);

@@ -320,7 +320,8 @@ bool emitCast(Emitter &e, Operation &op) {
   }
   std::vector<int> rep = e.equalRegisters(op.result(0));
   for (size_t i = 0; i < in.size(); ++i)
-    out.push_back(rep[i] != (int)i
+    out.push_back(!e.demanded(op.result(0), (int)i) ? Emitter::kUndemanded
+                  : rep[i] != (int)i
                       ? out[rep[i]]
                       : castElement(e, op, op.code(), from, to, in[i]));
   e.bind(op.result(0), std::move(out));

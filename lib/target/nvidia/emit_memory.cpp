@@ -557,6 +557,10 @@ void emitAddPtr(Emitter &e, Operation &op) {
   bool fromRange = oe->dtype() == DType::I32;
   int64_t eb = gpu::storageBytes(pe->pointee());
   for (size_t i = 0; i < pr.size(); ++i) {
+    if (!e.demanded(op.result(0), (int)i)) {
+      out.push_back(Emitter::kUndemanded);
+      continue;
+    }
     auto key = std::make_pair(pr[i], orr[i]);
     auto it = seen.find(key);
     if (it != seen.end()) {

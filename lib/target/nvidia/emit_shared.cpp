@@ -439,6 +439,21 @@ void synchronousCopy(Emitter &e, Operation &op, const OffsetMap &m,
 /// (16: .cg, bypassing L1), as wide as the pointers' layout and axis info,
 /// the mask's constancy and the shared layout allow. A masked-off access
 /// reads 0 bytes (src-size 0) and zero-fills its shared bytes.
+int copyWidth(Emitter &e, Operation &op) {
+  Value *ptr = op.operand(0);
+  Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  Value *other = op.numOperands() > 3 ? op.operand(3) : nullptr;
+  const Type *md = op.operand(1)->type();
+  const Type *elem = md->element();
+  int64_t eb = gpu::storageBytes(elem);
+  OffsetMap m = offsetMap(e, op, ptr->type(), md);
+  int v = std::min(vectorWidth(m, eb, isBool(elem)),
+                   globalVectorWidth(e, ptr, mask, eb));
+  if (v * eb < 4 || isBool(elem) || !isZeroOrAbsent(other))
+    return 1; // synchronousCopy: every element
+  return v;
+}
+
 void emitAsyncCopy(Emitter &e, Operation &op) {
   Value *ptr = op.operand(0);
   Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
@@ -594,5 +609,7 @@ bool emitShared(Emitter &e, Operation &op) {
     return false;
   }
 }
+
+int asyncCopyWidth(Emitter &e, Operation &op) { return copyWidth(e, op); }
 
 } // namespace tritium::nvidia

@@ -675,6 +675,7 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
     boundsParams(hiddenParams, sig);
   std::string paramLoads = body_.str();
   body_.str("");
+  computeDemand();
   emitBlock(entry);
   if (entry.empty() || entry.ops().back()->code() != OpCode::Return)
     ins("ret");

@@ -144,6 +144,14 @@ public:
   /// waits for it after the loop.
   std::set<const Operation *> asyncWgmmaLoops;
 
+  // ---- register demand (demand.cpp) -----------------------------------------
+  /// Whether register r of tensor v is read by anything (always true for
+  /// scalars, and before computeDemand ran). Elementwise ops, tt.addptr and
+  /// scf.for's copies skip the others (binding kUndemanded in their place).
+  bool demanded(Value *v, int r) const;
+  void computeDemand();
+  static constexpr const char *kUndemanded = "%undemanded";
+
   // ---- emission -------------------------------------------------------------
   void emitBlock(Block &b);
   void emitOp(Operation &op);
@@ -176,6 +184,8 @@ private:
   int regCount_[kNumRC] = {};
   int labelCount_ = 0;
   std::map<Value *, Regs> values_;
+  std::map<Value *, std::vector<char>> demand_;
+  bool demandComputed_ = false;
   std::string tid_, lane_, warp_;
   std::map<std::string, std::string> threadLinearCache_, ownerCache_;
   std::string smemBase_;
@@ -239,6 +249,9 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
 /// Elements per global access of a tensor of pointers (layout, axis info,
 /// the mask's constancy; at most 16 bytes).
 int globalVectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb);
+/// The elements per access of a ttg.async_copy_global_to_local (1 when it
+/// is copied element by element); prints nothing.
+int asyncCopyWidth(Emitter &e, Operation &op);
 /// Packs sub-word elements (in 16-bit registers) into one 32-bit word, and
 /// back (8-bit ints sign-extended when signedByte).
 std::string packWord(Emitter &e, const Regs &elems, int64_t eb);
