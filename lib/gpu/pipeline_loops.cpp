@@ -449,7 +449,6 @@ public:
     write->nameHint = "write_idx";
 
     // The top of the body: wait, then the copies of iteration i+D.
-    Operation *firstOriginal = body_.ops().front().get();
     Emitter top{&body_, body_.ops().begin(), loop->loc()};
     Value *wait = top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
                          {{"num", int64_t(D - 1)}});
@@ -464,25 +463,6 @@ public:
       map[body_.argument(k + 1)] = aheadArg[k];
     cloneSlice(top, map);
     issueCopies(top, map, runs, write);
-    // With async wgmmas the copies go after them, at the end of the body:
-    // the tensor cores start on this iteration's tiles before the copies
-    // are issued, and the buffer written, (i+D) mod S = (i-2) mod S, is one
-    // no wgmma still reads (the previous iteration's wgmma.wait_group 1 and
-    // the barrier after the wait above saw to that).
-    if (!p_.asyncDots.empty()) {
-      std::vector<Operation *> block;
-      bool inBlock = false;
-      for (auto &o : body_.ops()) {
-        if (o.get() == firstOriginal)
-          break;
-        if (inBlock)
-          block.push_back(o.get());
-        if (o.get() == wait->definingOp())
-          inBlock = true;
-      }
-      for (Operation *o : block)
-        body_.insert(body_.find(yield), o->detach());
-    }
 
     // This iteration reads buffer %read.
     for (size_t i = 0; i < p_.loads.size(); ++i) {
