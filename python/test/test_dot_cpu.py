@@ -182,3 +182,18 @@ def test_dot_bf16():
     launch(_dot_kernel, (1,), a, b, c, M=M, N=N, K=K, BK=16, PRECISION="default")
     ref = a.double() @ b.double()
     assert torch.allclose(c.double(), ref, rtol=1e-5, atol=1e-4), (c - ref).abs().max()
+
+
+def test_persistent_matmul_on_the_executor():
+    """The persistent kernel of test_gpu_dot.py (programs walk the tiles with tl.range(...,
+    flatten=True, warp_specialize=True)) on the CPU executor."""
+    import _dot_kernels as k  # noqa: PLC0415
+    M, N, K = 80, 48, 40
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, dtype=np.float16)
+    k.persistent_matmul_kernel[(3,)](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=32, BLOCK_N=16,
+                                     BLOCK_K=16, NUM_SMS=3, WS=True)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    assert np.allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-2)

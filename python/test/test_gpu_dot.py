@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.gpu
 
+import _dot_kernels  # noqa: E402
 import tritium as triton  # noqa: E402
 import tritium.language as tl  # noqa: E402
 
@@ -255,3 +256,16 @@ def test_dot_matches_executor():
     matmul_kernel[(1,)](a_np, b_np, c_np, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
                         GROUP_M=8, PRECISION="tf32", OUT_F16_ACC=False)
     assert rel_err(c.cpu(), torch.from_numpy(c_np)) < 1e-6
+
+
+@pytest.mark.parametrize("ws", [False, True])
+@pytest.mark.parametrize("M,N,K", [(512, 384, 256), (300, 200, 136)], ids=str)
+def test_persistent_matmul(M, N, K, ws):
+    a, b = rand((M, K), torch.float16), rand((K, N), torch.float16)
+    c = poisoned((M, N), torch.float16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tiles = triton.cdiv(M, 128) * triton.cdiv(N, 64)
+    _dot_kernels.persistent_matmul_kernel[(min(sms, tiles),)](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, NUM_SMS=min(sms, tiles), WS=ws, num_warps=4, num_stages=3)
+    assert rel_err(c.float(), a.float() @ b.float()) < 1e-2
