@@ -97,6 +97,28 @@ def test_unknown_name():
 
 
 @triton.jit
+def _expand_dims_axis_kernel(x_ptr, AXIS: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    y = tl.expand_dims(x, AXIS)  # ERR expand-dims
+    tl.store(x_ptr + tl.arange(0, 16), tl.reshape(y, 16))
+
+
+@pytest.mark.parametrize("axis,pattern", [
+    (-3, r"invalid axis -3"),
+    (2, r"invalid axis 2"),
+    ((0, -3), r"repeated axis"),  # -3 is dimension 0 of the rank-3 result
+    ((0, 3), r"invalid axis 3"),
+    ((0, 0), r"repeated axis"),
+    ((2, -1), r"repeated axis"),  # -1 is dimension 2 of the rank-3 result
+    ((0, -3, 1), r"repeated axis"),  # -3 is dimension 1 of the rank-4 result
+    ((0, -4), r"invalid axis -4"),
+])
+def test_expand_dims_invalid_axes(axis, pattern):
+    e = compile_error(_expand_dims_axis_kernel, (1,), X, AXIS=axis)
+    check_error(e, "expand-dims", "tl.expand_dims", pattern, r"expand_dims")
+
+
+@triton.jit
 def _unknown_tl_function_kernel(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     y = tl.no_such_function(offs)  # ERR unknown-attr

@@ -509,7 +509,7 @@ def exprs_kernel(out_ptr, a, b, F: tl.constexpr):
     flag = (a > 0) and (b < 0) or not (a < b) and (b > 100)
     neg = -x
     t = x.to(tl.float32) * GLOBAL_SCALE + GLOBAL_INT
-    inf = float("inf")
+    inf: tl.constexpr = float("inf")  # annotated: a plain `inf = ...` is an fp32 tensor
     col = i[:, None] + i[None, :] * 0  # [4, 4]
     sh = col.shape[0] * col.shape[1]
     tl.store(out_ptr + i, neg)

@@ -847,3 +847,129 @@ def test_static_range_induction_variable_is_constexpr(N):
     out = poisoned(1, np.int32)
     launch(_static_range_constexpr_kernel, (1,), out, N=N)
     assert out[0] == sum((10 * (i + 1)) * (1 if i % 2 == 0 else -1) for i in range(N))
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 12: shapes are lists, expand_dims' axes, numbers assigned to locals are scalar tensors
+
+
+@triton.jit
+def _shape_list_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.static_assert(x.shape == [N])
+    m = tl.reshape(x, (4, N // 4))
+    tl.static_assert(m.shape == [4, N // 4])
+    tl.static_assert(m.shape == (4, N // 4))  # tuples and lists compare by their elements
+    tl.static_assert(m.shape != [4, N])
+    tl.static_assert(len(m.shape) == 2)
+    tl.static_assert(m.shape[0] * m.shape[1] == N)
+    same = tl.reshape(m.T, m.shape)  # a shape feeds the builtins that take one
+    tl.static_assert(same.shape == [4, N // 4])
+    z = tl.zeros(m.shape, tl.float32) + same
+    tl.store(out_ptr + tl.arange(0, 4)[:, None] * (N // 4) + tl.arange(0, N // 4)[None, :], z)
+
+
+def test_shape_is_a_list_of_constexprs():
+    x = np.arange(16, dtype=np.float32)
+    out = poisoned(16, np.float32)
+    launch(_shape_list_kernel, (1,), x, out, N=16)
+    # reshape of the transpose reads the transposed elements in row-major order
+    np.testing.assert_array_equal(out, x.reshape(4, 4).T.ravel())
+
+
+@triton.jit
+def _expand_dims_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    a = tl.expand_dims(x, 0)
+    tl.static_assert(a.shape == [1, N])
+    b = tl.expand_dims(x, 1)
+    tl.static_assert(b.shape == [N, 1])
+    c = tl.expand_dims(x, -1)
+    tl.static_assert(c.shape == [N, 1])
+    d = tl.expand_dims(x, -2)
+    tl.static_assert(d.shape == [1, N])
+    e = tl.expand_dims(x, (0, 1))
+    tl.static_assert(e.shape == [1, 1, N])
+    f = tl.expand_dims(x, (0, 2))
+    tl.static_assert(f.shape == [1, N, 1])
+    g = tl.expand_dims(x, (-1, 0))  # -1 names the last dimension of the rank-3 result
+    tl.static_assert(g.shape == [1, N, 1])
+    h = x.expand_dims((1, 2))
+    tl.static_assert(h.shape == [N, 1, 1])
+    # each one still holds x: summing over the new unit dimensions gives it back
+    r = tl.arange(0, N)
+    tl.store(out_ptr + r, tl.sum(a, 0) + tl.sum(b, 1) * 10)
+    tl.store(out_ptr + N + r, tl.sum(tl.sum(e, 0), 0) + tl.sum(tl.sum(f, 2), 0) * 10)
+    tl.store(out_ptr + 2 * N + r, tl.sum(tl.sum(g, 2), 0) + tl.sum(tl.sum(h, 2), 1) * 10)
+    tl.store(out_ptr + 3 * N + r, tl.sum(c, 1) + tl.sum(d, 0) * 10)
+
+
+def test_expand_dims_axes():
+    x = np.arange(8, dtype=np.float32) - 3
+    out = poisoned(32, np.float32)
+    launch(_expand_dims_kernel, (1,), x, out, N=8)
+    np.testing.assert_array_equal(out, np.tile(x * 11, 4))
+
+
+@triton.jit
+def _literal_locals_kernel(x_ptr, out_ptr, N: tl.constexpr, SCALE: tl.constexpr):
+    i = 1
+    tl.static_assert(i.dtype == tl.int32)
+    big = 2 ** 40
+    tl.static_assert(big.dtype == tl.int64)
+    v = 2.5
+    tl.static_assert(v.dtype == tl.float32)
+    flag = True
+    tl.static_assert(flag.dtype == tl.int1)
+    s = SCALE  # a constexpr assigned to a name is a tensor too
+    tl.static_assert(s.dtype == tl.float32)
+    k: tl.constexpr = 3  # ... unless the name is annotated tl.constexpr
+    tl.static_assert(k == 3)
+    a, b = 4, 0.5  # unpacking assigns each name
+    tl.static_assert(a.dtype == tl.int32)
+    tl.static_assert(b.dtype == tl.float32)
+    x = tl.load(x_ptr + tl.arange(0, N))
+    # a scalar tensor takes part in promotion; a literal adapts to the tensor
+    tl.static_assert((x * v).dtype == tl.float32)
+    tl.static_assert((x * 2.5).dtype == tl.float16)
+    tl.store(out_ptr + tl.arange(0, N), (x * v + i + a * b + s).to(tl.float32))
+    acc = 0
+    for j in range(a):
+        acc += j * i
+    tl.store(out_ptr + N, acc.to(tl.float32))
+    tl.store(out_ptr + N + 1, tl.where(flag, big // 2 ** 38, 0).to(tl.float32))
+
+
+def test_numbers_assigned_to_locals_are_scalar_tensors():
+    x = (np.arange(8) - 2).astype(np.float16)
+    out = poisoned(10, np.float32)
+    launch(_literal_locals_kernel, (1,), x, out, N=8, SCALE=0.25)
+    np.testing.assert_array_equal(out[:8], x.astype(np.float32) * 2.5 + 1 + 2 + 0.25)
+    assert out[8] == 0 + 1 + 2 + 3 and out[9] == 4
+
+
+@triton.jit
+def _literal_locals_as_constexprs_kernel(out_ptr):
+    # tritium (not Triton) also takes such a local where a constexpr is required
+    n = 8
+    r = tl.arange(0, n)
+    z = tl.zeros([n], tl.int32) + tl.expand_dims(r, 0).reshape(n)
+    total = 0
+    for i in tl.static_range(n):
+        total += i
+    w = (1, 2, 3)
+    two = 2
+    up = True
+    if up:
+        z += w[two]
+    R, C = tl.reshape(z, (2, 4)).shape  # unpacked, each name is an int32 scalar tensor
+    z += tl.reshape(tl.zeros([R, C], tl.int32) + R * C, n)
+    tl.store(out_ptr + r, z + total)
+
+
+def test_literal_locals_where_constexprs_are_required():
+    if triton.__name__ != "tritium":
+        pytest.skip("Triton requires tl.constexpr on these locals")
+    out = poisoned(8, np.int32)
+    launch(_literal_locals_as_constexprs_kernel, (1,), out)
+    np.testing.assert_array_equal(out, np.arange(8) + 3 + 8 + 28)

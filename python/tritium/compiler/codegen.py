@@ -175,8 +175,34 @@ def _is_tensor(v):
     return isinstance(v, tensor)
 
 
+def _is_literal(v):
+    """A local assigned a compile-time number (core.literal_tensor)."""
+    return isinstance(v, tensor) and v._literal is not None
+
+
+def _as_local(v):
+    """What a name assigned `v` holds. As Triton's code generator does, a
+    compile-time number (a literal, a constexpr, arithmetic on them) becomes a
+    scalar tensor of the number's default type; tensors, tuples, dtypes,
+    functions, strings and None stay as they are. Integers beyond 64 bits stay
+    constexprs (Triton rejects them; they only make sense at compile time)."""
+    v = normalize(v)
+    if isinstance(v, constexpr) and type(v.value) in (bool, int, float):
+        if type(v.value) is int and not -(1 << 63) <= v.value < (1 << 64):
+            return v
+        return core.literal_tensor(v.value)
+    return v
+
+
 def _same_static(a, b):
-    """True when two non-tensor values are the same compile-time value."""
+    """True when two non-tensor values (or two literal tensors) are the same
+    compile-time value."""
+    if _is_literal(a) and _is_literal(b):
+        # repr tells -0.0 from 0.0, which == does not
+        return (a.handle.type == b.handle.type and type(a._literal) is type(b._literal)
+                and repr(a._literal) == repr(b._literal))
+    if _is_tensor(a) or _is_tensor(b):
+        return False
     a, b = _unwrap(a), _unwrap(b)
     if a is b:
         return True
@@ -427,6 +453,8 @@ class CodeGenerator:
         params, key, runtime_args = [], [], []
         for pname, v in bound.arguments.items():
             if pname in jfn.constexpr_names:
+                if _is_literal(v):
+                    v = constexpr(v._literal)
                 if _is_tensor(v):
                     raise self.error(f"argument {pname!r} of {jfn.__name__} is tl.constexpr, "
                                      "but the value passed is only known at run time")
@@ -497,9 +525,9 @@ class CodeGenerator:
         for target in node.targets:
             self._assign(target, value)
 
-    def _assign(self, target, value):
+    def _assign(self, target, value, constexpr_local=False):
         if isinstance(target, ast.Name):
-            self.scope[target.id] = normalize(value)
+            self.scope[target.id] = normalize(value) if constexpr_local else _as_local(value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if _is_tensor(value):
                 raise self.error("cannot unpack a tensor", target)
@@ -512,7 +540,7 @@ class CodeGenerator:
                 raise self.error(f"cannot unpack {len(values)} values into "
                                  f"{len(target.elts)} names", target)
             for t, v in zip(target.elts, values):
-                self._assign(t, v)
+                self._assign(t, v, constexpr_local)
         elif isinstance(target, ast.Subscript):
             raise self.unsupported(target, "assignment to a subscript")
         elif isinstance(target, ast.Attribute):
@@ -530,7 +558,7 @@ class CodeGenerator:
                 raise self.error("a value annotated tl.constexpr must be known at compile "
                                  "time", node.value)
             value = constexpr(_unwrap(value))
-        self._assign(node.target, value)
+        self._assign(node.target, value, constexpr_local=annotation is constexpr)
 
     def visit_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
@@ -538,7 +566,8 @@ class CodeGenerator:
                                    "attribute")
         current = self.lookup(node.target.id)
         rhs = self.visit(node.value)
-        self.scope[node.target.id] = self._binop(node.op, current, rhs)
+        # `x += 1` is `x = x + 1`: a compile-time result becomes a tensor too.
+        self.scope[node.target.id] = _as_local(self._binop(node.op, current, rhs))
 
     def visit_Assert(self, node):
         test = self.visit(node.test)
@@ -553,7 +582,7 @@ class CodeGenerator:
 
     # -- if -------------------------------------------------------------------------
     def visit_If(self, node):
-        cond = self.visit(node.test)
+        cond = core.literal_value(self.visit(node.test))  # `flag = True; if flag:` folds
         if not _is_tensor(cond):
             self.visit_stmts(node.body if _unwrap(cond) else node.orelse)
             return
@@ -604,8 +633,12 @@ class CodeGenerator:
         merged, slots, then_vals, else_vals = {}, [], [], []
 
         def merge(label, slot, tv, ev):
-            if tv is ev or (not _is_tensor(tv) and not _is_tensor(ev) and _same_static(tv, ev)):
+            if tv is ev:
                 return tv
+            if _same_static(tv, ev):
+                # Equal literal tensors made in the branches live there: the
+                # same number made before the if serves after it.
+                return core.literal_tensor(tv._literal) if _is_literal(tv) else tv
             tval, eval_ = self._unify(label, tv, then_blk, ev, else_blk,
                                       "in the then-branch", "in the else-branch")
             slots.append(slot)
@@ -674,6 +707,13 @@ class CodeGenerator:
         """IR values of one type for `name` in two blocks (materialising
         literals in their block), or a CompilationError."""
         b = self.builder
+        if _is_tensor(a) and _is_tensor(c) and a.handle.type != c.handle.type:
+            # A number assigned to a local in one path takes the other path's
+            # type, as it did when it was a constexpr (Triton rejects this).
+            if _is_literal(a) and not _is_literal(c):
+                a = constexpr(a._literal)
+            elif _is_literal(c) and not _is_literal(a):
+                c = constexpr(c._literal)
         for v in (a, c):
             if not _is_tensor(v) and not isinstance(_unwrap(v), (bool, int, float)):
                 raise self.error(f"{name!r} is {_describe(a)} {a_where} but {_describe(c)} "
@@ -697,7 +737,7 @@ class CodeGenerator:
         return va, vc
 
     def visit_IfExp(self, node):
-        cond = self.visit(node.test)
+        cond = core.literal_value(self.visit(node.test))
         if not _is_tensor(cond):
             return self.visit(node.body if _unwrap(cond) else node.orelse)
         if cond.type.is_block():
@@ -741,6 +781,7 @@ class CodeGenerator:
                 raise self.error(f"{fname}(): {e}", it) from None
         bounds = []
         for v in (spec.start, spec.end, spec.step):
+            v = core.literal_value(v)  # `n = 4; range(n)`: bounds known now
             if _is_tensor(v):
                 if fn is tl.static_range:
                     raise self.error("tl.static_range's arguments must be constexpr", it)
@@ -808,7 +849,7 @@ class CodeGenerator:
                 old = start[name]
                 if new is old:
                     continue
-                if not _is_tensor(new) and not _is_tensor(old) and _same_static(new, old):
+                if _same_static(new, old):
                     continue
                 changes[name] = ("type", new.handle.type) if _is_tensor(new) else ("static", new)
             return result, changes
@@ -821,11 +862,16 @@ class CodeGenerator:
     def _carried_type(self, name, old, change):
         """The type of a loop-carried name: the type it had before the loop
         if it was a tensor, else the type the loop body gives it, else the
-        default type of the number it was."""
-        if _is_tensor(old):
+        default type of the number it was. A number assigned to a local is a
+        tensor of its default type (`acc = 0`), but, as before it was one, the
+        loop body may settle its type (`acc += x` with x fp32): tritium
+        accepts what Triton rejects here."""
+        if _is_tensor(old) and not _is_literal(old):
             return old.handle.type
         if change is not None and change[0] == "type":
             return change[1]
+        if _is_literal(old):
+            return old.handle.type
         u = _unwrap(old)
         if isinstance(u, bool):
             return self.C.Type.scalar("i1")
@@ -858,12 +904,12 @@ class CodeGenerator:
         inits = []
         for name, t in types.items():
             old = before[name]
-            if _is_tensor(old):
+            if _is_tensor(old) and (old.handle.type == t or not _is_literal(old)):
                 if old.handle.type != t:
                     raise self._carried_type_error(name, old.handle.type, t)
                 inits.append(old.handle)
             else:
-                v = self._materialize_as(old, t)
+                v = self._materialize_as(core.literal_value(old), t)
                 if v is None:
                     raise self._carried_type_error(name, _describe(old), t)
                 inits.append(v)
@@ -880,12 +926,12 @@ class CodeGenerator:
         values = []
         for name, arg in zip(names, block_args):
             v = self.scope[name]
-            if _is_tensor(v):
+            if _is_tensor(v) and (v.handle.type == arg.type or not _is_literal(v)):
                 if v.handle.type != arg.type:
                     raise self._carried_type_error(name, arg.type, v.handle.type)
                 values.append(v.handle)
             else:
-                m = self._materialize_as(v, arg.type)
+                m = self._materialize_as(core.literal_value(v), arg.type)
                 if m is None:
                     raise self._carried_type_error(name, arg.type, _describe(v))
                 values.append(m)
@@ -1010,7 +1056,7 @@ class CodeGenerator:
             if isinstance(v, ast.Constant):
                 parts.append(str(v.value))
                 continue
-            val = self.visit(v.value)
+            val = core.literal_value(self.visit(v.value))
             if _is_tensor(val):
                 raise self.error("an f-string can only format compile-time values", v)
             val = _unwrap(val)
@@ -1091,6 +1137,14 @@ class CodeGenerator:
                 raise self.error("'in' is not supported on tensors")
             found = _unwrap(lhs) in _unwrap_deep(rhs)
             return constexpr(found if isinstance(op, ast.In) else not found)
+        if isinstance(op, (ast.Eq, ast.NotEq)) and not _is_tensor(lhs) and not _is_tensor(rhs):
+            a, c = _unwrap(lhs), _unwrap(rhs)
+            if isinstance(a, (tuple, list)) and isinstance(c, (tuple, list)):
+                # As in Triton, where list and tuple displays both build a
+                # tl.tuple: `x.shape == [M, N]` and `x.shape == (M, N)` compare
+                # the elements, whichever brackets each side has.
+                same = _sequence_items(a) == _sequence_items(c)
+                return constexpr(same if isinstance(op, ast.Eq) else not same)
         return normalize(_CMPOPS[type(op)](lhs, rhs))
 
     def visit_Attribute(self, node):
@@ -1112,7 +1166,7 @@ class CodeGenerator:
 
     def _index(self, node):
         if isinstance(node, ast.Slice):
-            parts = [None if p is None else _unwrap(self.visit(p))
+            parts = [None if p is None else core.literal_value(self.visit(p))
                      for p in (node.lower, node.upper, node.step)]
             if any(_is_tensor(p) for p in parts):
                 raise self.error("slice bounds must be constexpr", node)
@@ -1121,7 +1175,7 @@ class CodeGenerator:
             return tuple(self._index(e) for e in node.elts)
         if _is_ast_index(node):
             return self._index(node.value)
-        v = self.visit(node)
+        v = core.literal_value(self.visit(node))
         if _is_tensor(v):
             raise self.error("indexing with a tensor is not supported", node)
         return _unwrap(v)
@@ -1194,6 +1248,15 @@ def _is_tritium_code(fn):
     owner = getattr(fn, "__self__", None)
     module = getattr(fn, "__module__", None) or getattr(type(owner), "__module__", None) or ""
     return module == "tritium" or module.startswith("tritium.")
+
+
+def _sequence_items(v):
+    """A list or tuple as a list of its Python values, nested ones alike (for
+    comparisons that ignore which kind of brackets built them)."""
+    v = _unwrap(v)
+    if isinstance(v, (tuple, list)):
+        return [_sequence_items(e) for e in v]
+    return v
 
 
 def _is_ast_index(node):

@@ -540,6 +540,10 @@ class tensor:
 
     __hash__ = object.__hash__
 
+    # The Python number this tensor holds when it is a local assigned a
+    # compile-time number (`n = 4`, see `literal_tensor`), else None.
+    _literal = None
+
     def __init__(self, handle, type=None):
         self.handle = handle
         self._type = type
@@ -556,8 +560,11 @@ class tensor:
 
     @property
     def shape(self):
+        # A list of constexprs, as Triton's (`x.shape == [N]` holds, and
+        # `x.shape[0]`, `len(x.shape)` and unpacking are compile-time). A fresh
+        # list each time: a caller that edits it changes nothing here.
         t = self.type
-        return tuple(constexpr(s) for s in t.shape) if t.is_block() else ()
+        return [constexpr(s) for s in t.shape] if t.is_block() else []
 
     @property
     def numel(self):
@@ -697,6 +704,30 @@ class tensor:
         return sigmoid(self)
 
 
+def literal_tensor(value):
+    """The scalar tensor a local assigned a compile-time number holds.
+
+    As in Triton, `n = 4` in a kernel makes `n` a scalar of the literal's
+    default type (int32, or int64 / uint32 / uint64 when it does not fit; fp32
+    or fp64 for floats; int1 for bools), so `n.dtype` exists and `n` promotes
+    like any scalar tensor. The tensor remembers its number: where a constexpr
+    is required (tl.arange's bounds, shapes, axes, static_range, a callee's
+    constexpr parameter), tritium takes it as that number, where Triton would
+    reject it."""
+    t = tensor(_builder().materialize(value))
+    t._literal = value
+    return t
+
+
+def literal_value(x):
+    """The Python number of a literal tensor, or x itself for anything else
+    (constexprs unwrapped)."""
+    x = _unwrap(x)
+    if isinstance(x, tensor) and x._literal is not None:
+        return x._literal
+    return x
+
+
 def _subscript(x, index):
     """x[:, None], x[None, :], x[None]: only full slices and None."""
     b = _builder("tensor indexing")
@@ -728,7 +759,7 @@ def _subscript(x, index):
 
 
 def _constexpr_int(x, what):
-    x = _unwrap(x)
+    x = literal_value(x)
     if isinstance(x, tensor):
         raise TypeError(f"{what} must be constexpr")
     if isinstance(x, bool) or not isinstance(x, int):
@@ -741,7 +772,7 @@ def _constexpr_int(x, what):
 
 
 def _shape(shape, what):
-    shape = _unwrap_deep(shape)
+    shape = literal_value(_unwrap_deep(shape))
     if isinstance(shape, int):
         shape = [shape]
     if not isinstance(shape, (tuple, list)):
@@ -757,7 +788,7 @@ def _shape_args(shape, what):
 
 
 def _axis(axis):
-    axis = _unwrap(axis)
+    axis = literal_value(axis)
     if axis is None:
         return None
     return _constexpr_int(axis, "axis")
@@ -775,7 +806,7 @@ def num_programs(axis=0):
 
 @builtin
 def arange(start, end):
-    start, end = _unwrap(start), _unwrap(end)
+    start, end = literal_value(start), literal_value(end)
     if isinstance(start, tensor) or isinstance(end, tensor):
         raise TypeError("tl.arange's arguments must be constexpr")
     start = _constexpr_int(start, "tl.arange's start")
@@ -1034,9 +1065,21 @@ def expand_dims(input, axis):
     axes = [_constexpr_int(a, "tl.expand_dims's axis") for a in axes]
     x = _unwrap(input)
     rank = len(x.shape) if isinstance(x, tensor) else 0
+    # Every axis names a dimension of the result (rank + one per new axis);
+    # a negative one counts from its end. Two axes naming the same dimension
+    # would leave the result's rank short of what the caller asked for.
     new_rank = rank + len(axes)
+    normalized = []
+    for a in axes:
+        if not -new_rank <= a < new_rank:
+            raise ValueError(f"tl.expand_dims: invalid axis {a} for a result of rank "
+                             f"{new_rank} (an axis must be in [{-new_rank}, {new_rank}))")
+        normalized.append(a + new_rank if a < 0 else a)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"tl.expand_dims: repeated axis in {axes} (as dimensions of the "
+                         f"result: {normalized})")
     handle = _value(x, "tl.expand_dims's input")
-    for a in sorted(a + new_rank if a < 0 else a for a in axes):
+    for a in sorted(normalized):
         handle = _builder().expand_dims(handle, a)
     return tensor(handle)
 
