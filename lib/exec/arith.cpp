@@ -15,10 +15,6 @@
 
 namespace tritium::exec {
 
-/// Defined in memory.cpp: the pointer slot for an absolute address (finds the
-/// argument that holds it, for provenance).
-uint64_t ptrFromAddress(const RunState &run, uint64_t addr);
-
 namespace {
 
 template <class F>

@@ -5,11 +5,16 @@
 //  - integers: int64, sign-extended (signed dtypes) or zero-extended (unsigned
 //    dtypes and i1) from the dtype's width, so every slot is the dtype's value;
 //  - floats: double, already rounded to the dtype after every op;
-//  - pointers: provenance (which kernel argument it derives from) in the top
-//    16 bits and a signed 48-bit byte offset from that argument's base below.
-//    A pointer not derived from an argument (int_to_ptr of an unknown
-//    address, a constant) has provenance kNoProvenance and its address as the
-//    offset; any access through it fails.
+//  - pointers: a provenance (which kernel argument it derives from) and a
+//    64-bit byte offset from that argument's base, which wraps as the GPU's
+//    64-bit address arithmetic does. A pointer not derived from an argument
+//    (int_to_ptr of an unknown address, a constant) has provenance
+//    kNoProvenance and its address as the offset; any access through it
+//    fails. The slot holds the provenance in its top 16 bits and the offset,
+//    when it fits in a signed 48-bit field (every real access does), below;
+//    any other pointer is "wide": tag kWidePtr and the index of its
+//    (provenance, offset) in the run's PointerTable, so no bit of an address
+//    is ever lost (a 64-bit integer cast to a pointer and back is itself).
 // Buffers are shared (values are immutable once built), so reshape-like ops
 // and copies between frame slots cost a reference count.
 //
@@ -29,7 +34,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tritium::exec {
@@ -45,18 +52,53 @@ union Slot {
 // ---------------------------------------------------------------------------
 
 constexpr uint64_t kNoProvenance = 0xffff;
-constexpr int64_t kMaxPtrOffset = (int64_t(1) << 47) - 1;
+constexpr uint64_t kWidePtr = 0xfffe; // provenances are below it
+constexpr uint64_t kLow48 = (uint64_t(1) << 48) - 1;
 
-inline uint64_t ptrProvenance(uint64_t s) { return s >> 48; }
-inline int64_t ptrOffset(uint64_t s) { return int64_t(s << 16) >> 16; }
-/// Offsets beyond 48 bits are clamped: such a pointer is out of bounds of
-/// every argument anyway.
-inline uint64_t makePtr(uint64_t prov, int64_t off) {
-  if (off > kMaxPtrOffset)
-    off = kMaxPtrOffset;
-  if (off < -kMaxPtrOffset)
-    off = -kMaxPtrOffset;
-  return (prov << 48) | (uint64_t(off) & ((uint64_t(1) << 48) - 1));
+/// A pointer's provenance and byte offset (modulo 2^64) from that argument's
+/// base (from 0 for kNoProvenance).
+struct PtrParts {
+  uint64_t prov;
+  uint64_t off;
+  int64_t signedOff() const { return int64_t(off); }
+};
+
+/// The (provenance, offset) pairs of a run's wide pointers, interned so that
+/// a value computed again (a loop, another program) takes no new entry.
+/// Thread-safe: the programs of a run share it.
+class PointerTable {
+public:
+  /// The most wide pointers one run may create (bounds the memory).
+  static constexpr size_t kMaxEntries = size_t(1) << 24;
+  /// Index of (prov, off); throws ExecutionError past kMaxEntries.
+  uint64_t intern(uint64_t prov, uint64_t off);
+  PtrParts get(uint64_t index) const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return entries_[index];
+  }
+
+private:
+  struct Hash {
+    size_t operator()(const std::pair<uint64_t, uint64_t> &k) const {
+      return std::hash<uint64_t>()(k.first * 0x9e3779b97f4a7c15ull ^ k.second);
+    }
+  };
+  mutable std::shared_mutex mu_;
+  std::vector<PtrParts> entries_;
+  std::unordered_map<std::pair<uint64_t, uint64_t>, uint64_t, Hash> index_;
+};
+
+inline uint64_t makePtr(PointerTable &table, uint64_t prov, uint64_t off) {
+  int64_t s = int64_t(off);
+  if (s >= -(int64_t(1) << 47) && s < (int64_t(1) << 47))
+    return (prov << 48) | (off & kLow48);
+  return (kWidePtr << 48) | table.intern(prov, off);
+}
+inline PtrParts ptrParts(const PointerTable &table, uint64_t s) {
+  uint64_t tag = s >> 48;
+  if (tag == kWidePtr)
+    return table.get(s & kLow48);
+  return {tag, uint64_t(int64_t(s << 16) >> 16)};
 }
 
 // ---------------------------------------------------------------------------
@@ -227,6 +269,8 @@ struct FunctionPlan {
 /// site; recursion is allowed).
 struct ModulePlan {
   std::map<const Function *, std::unique_ptr<FunctionPlan>> functions;
+  /// Where pointer constants that do not fit a slot go (the run's table).
+  PointerTable *pointers = nullptr;
 };
 
 /// Plans `fn` and, transitively, its callees in `m`. Throws IRError on IR the
@@ -251,6 +295,8 @@ struct RunState {
   std::string kernel;
   std::array<int64_t, 3> grid{};
   std::vector<ArgInfo> args;
+  /// Wide pointers (see Pointer slots); mutable: evaluation creates them.
+  mutable PointerTable pointers;
   std::mutex atomicMutex;
   std::mutex printMutex;
   /// Set by the first failing program; loops of the others stop early.
@@ -281,6 +327,9 @@ std::string locStr(const Location &loc);
 
 /// Absolute address of a pointer slot (for comparisons and ptr_to_int).
 uint64_t ptrAddress(const RunState &run, uint64_t s);
+/// The pointer slot for an absolute address (finds the argument that holds
+/// it, for provenance) (memory.cpp).
+uint64_t ptrFromAddress(const RunState &run, uint64_t addr);
 
 /// A load through pointer tensor `ptr` (masked lanes take `other`, or zero)
 /// into a value of `type` (memory.cpp).

@@ -369,7 +369,7 @@ void bindArgs(const Function &fn, const std::vector<ExecArg> &args,
     argError(k, fn,
              "expects " + std::to_string(fn.numArgs()) + " arguments, got " +
                  std::to_string(args.size()));
-  if (args.size() >= kNoProvenance)
+  if (args.size() >= kWidePtr) // provenances are below the tags
     argError(k, fn, "too many arguments");
   for (unsigned i = 0; i < fn.numArgs(); ++i) {
     const Type *t = fn.arg(i)->type();
@@ -394,7 +394,7 @@ void bindArgs(const Function &fn, const std::vector<ExecArg> &args,
       info.base = p->base;
       info.bytes = p->bytes;
       info.pointee = t->pointee();
-      s.u = makePtr(i, 0);
+      s.u = makePtr(run.pointers, i, 0);
     } else if (t->dtype() == DType::I1) {
       const bool *b = std::get_if<bool>(&a);
       if (!b)
@@ -440,10 +440,11 @@ void execute(const Module &m, const std::string &kernel,
   // The planner and the evaluators rely on verified IR (arity, attributes,
   // types); every way into the executor passes here.
   verify(m);
+  RunState run;
   ModulePlan mp;
+  mp.pointers = &run.pointers;
   const FunctionPlan *plan = planFunction(mp, m, *fn);
 
-  RunState run;
   run.kernel = kernel;
   run.grid = grid;
   std::vector<RValue> argValues;

@@ -26,9 +26,9 @@ uint64_t ptrFromAddress(const RunState &run, uint64_t addr) {
       if (!a.isPointer || addr < a.base)
         continue;
       if (addr - a.base < a.bytes || (pass == 1 && addr - a.base == a.bytes))
-        return makePtr(i, int64_t(addr - a.base));
+        return makePtr(run.pointers, i, addr - a.base);
     }
-  return makePtr(kNoProvenance, int64_t(addr & uint64_t(kMaxPtrOffset)));
+  return makePtr(run.pointers, kNoProvenance, addr);
 }
 
 namespace {
@@ -61,12 +61,13 @@ struct Checker {
   int size;
 
   uint8_t *operator()(uint64_t p) const {
-    uint64_t prov = ptrProvenance(p);
+    PtrParts pp = ptrParts(ctx.run->pointers, p);
+    uint64_t prov = pp.prov;
     const std::vector<ArgInfo> &args = ctx.run->args;
     if (prov >= args.size() || !args[prov].isPointer)
       fail(p);
     const ArgInfo &a = args[prov];
-    int64_t off = ptrOffset(p);
+    int64_t off = pp.signedOff();
     if (off < 0 || uint64_t(off) + uint64_t(size) > a.bytes ||
         ((a.base + uint64_t(off)) & uint64_t(size - 1)) != 0) // size: 2^k
       fail(p);
@@ -75,8 +76,9 @@ struct Checker {
 
   [[noreturn]] void fail(uint64_t p) const {
     const RunState &run = *ctx.run;
-    uint64_t prov = ptrProvenance(p);
-    int64_t off = ptrOffset(p);
+    PtrParts pp = ptrParts(run.pointers, p);
+    uint64_t prov = pp.prov;
+    int64_t off = pp.signedOff();
     std::ostringstream os;
     if (prov >= run.args.size() || !run.args[prov].isPointer) {
       os << "address 0x" << std::hex << uint64_t(off) << std::dec
@@ -382,19 +384,18 @@ RValue atomicCAS(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
   return r;
 }
 
-RValue addPtr(const OpPlan &op, Frame &f) {
+/// The GPU's address arithmetic: the offset (sign- or zero-extended by its
+/// dtype) times the element size, added modulo 2^64.
+RValue addPtr(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
   const RValue &ptr = f[op.in[0]], &off = f[op.in[1]];
-  int64_t size = byteSize(pointeeDType(ptr));
+  uint64_t size = uint64_t(byteSize(pointeeDType(ptr)));
   RValue r = RValue::alloc(op.op->result(0)->type());
   const Slot *p = ptr.data(), *o = off.data();
   Slot *z = r.mutableData();
-  constexpr int64_t kClamp = int64_t(1) << 60;
+  PointerTable &table = ctx.run->pointers;
   for (int64_t i = 0, n = r.size(); i < n; ++i) {
-    int64_t delta;
-    if (__builtin_mul_overflow(o[i].i, size, &delta) || delta > kClamp ||
-        delta < -kClamp)
-      delta = o[i].i < 0 ? -kClamp : kClamp;
-    z[i].u = makePtr(ptrProvenance(p[i].u), ptrOffset(p[i].u) + delta);
+    PtrParts pp = ptrParts(table, p[i].u);
+    z[i].u = makePtr(table, pp.prov, pp.off + o[i].u * size);
   }
   return r;
 }
@@ -404,7 +405,7 @@ RValue addPtr(const OpPlan &op, Frame &f) {
 void evalMemoryOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
   switch (op.code) {
   case OpCode::AddPtr:
-    f[op.out[0]] = addPtr(op, f);
+    f[op.out[0]] = addPtr(op, f, ctx);
     return;
   case OpCode::Load:
     f[op.out[0]] = load(op, f, ctx);

@@ -39,7 +39,7 @@ RValue splatConstant(const Type *t, Slot s) {
   return r;
 }
 
-RValue makeConstant(const Operation &op) {
+RValue makeConstant(const Operation &op, PointerTable &pointers) {
   const Type *t = op.result(0)->type();
   const Attribute &a = op.attrs().at("value");
   double dv = 0;
@@ -57,7 +57,7 @@ RValue makeConstant(const Operation &op) {
   }
   Slot s;
   if (isPtrElem(t)) {
-    s.u = makePtr(kNoProvenance, iv);
+    s.u = makePtr(pointers, kNoProvenance, uint64_t(iv));
   } else {
     DType dt = elemDType(t);
     if (isFloat(dt))
@@ -198,7 +198,7 @@ private:
   void decodeOp(const Operation &op, OpPlan &p) {
     switch (op.code()) {
     case OpCode::Constant:
-      p.constant = makeConstant(op);
+      p.constant = makeConstant(op, *mp_.pointers);
       return;
     case OpCode::CmpI:
       p.kind = int(lookupName<CmpIPred>(op, "predicate",

@@ -50,12 +50,28 @@ void execError(const ProgramCtx &ctx, const OpPlan &op, const std::string &what,
   throw ExecutionError(os.str(), op.op->loc());
 }
 
+uint64_t PointerTable::intern(uint64_t prov, uint64_t off) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto [it, fresh] = index_.try_emplace({prov, off}, entries_.size());
+  if (fresh) {
+    if (entries_.size() >= kMaxEntries) {
+      index_.erase(it);
+      throw ExecutionError(
+          "the kernel made more than " + std::to_string(kMaxEntries) +
+              " distinct pointers at 2^47 bytes or more from their base, "
+              "more than the CPU executor keeps",
+          {});
+    }
+    entries_.push_back({prov, off});
+  }
+  return it->second;
+}
+
 uint64_t ptrAddress(const RunState &run, uint64_t s) {
-  uint64_t prov = ptrProvenance(s);
-  int64_t off = ptrOffset(s);
-  if (prov < run.args.size() && run.args[prov].isPointer)
-    return run.args[prov].base + uint64_t(off);
-  return uint64_t(off);
+  PtrParts p = ptrParts(run.pointers, s);
+  if (p.prov < run.args.size() && run.args[p.prov].isPointer)
+    return run.args[p.prov].base + p.off;
+  return p.off;
 }
 
 std::string formatElement(const RunState &run, const Type *elemType, Slot s,

@@ -652,3 +652,72 @@ def test_second_process_uses_the_result_without_timing(tmp_path):
     third = _run_script(tmp_path, extra=" + 0", times={16: 0.1, 32: 1.0, 64: 3.0})
     assert third["bench_calls"] == 3 and third["best"] == 16
     assert third["stats"]["disk_hits"] == 0
+
+
+ARGS_SCRIPT = """
+import json
+import numpy as np
+import tritium, tritium.language as tl
+
+@tritium.jit
+def add_into(acc_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(acc_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+# The same kernel under another name: a source of its own, so its own disk entry.
+@tritium.jit
+def add_into_2(acc_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(acc_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+def bench(fn, quantiles):
+    fn()
+    fn()
+    return [1.0, 1.0, 1.0]
+
+configs = [tritium.Config({"BLOCK": b}) for b in (16, 32, 64)]
+grid = lambda m: (tritium.cdiv(m["n"], m["BLOCK"]),)
+x = np.arange(100, dtype=np.float32)
+out = {}
+for name, kernel, kw in (("reset", add_into, {"reset_to_zero": ["acc_ptr"]}),
+                         ("restore", add_into_2, {"restore_value": ["acc_ptr"]})):
+    kt = tritium.autotune(configs, key=["n"], do_bench=bench, **kw)(kernel)
+    acc = np.full(100, 5.0, np.float32)
+    kt[grid](acc, x, 100)
+    first = acc.tolist()
+    source = kt.last_source
+    kt[grid](acc, x, 100)
+    out[name] = {"source": source, "first": first, "second": acc.tolist()}
+print(json.dumps(out))
+"""
+
+
+def test_reset_and_restore_give_the_same_result_from_the_disk_as_when_tuned(tmp_path):
+    # Issue 12: tuning zeroed the reset_to_zero tensors before the launch, a result read from
+    # the disk did not. As in Triton, the first launch for a key (timed now or read from disk)
+    # starts the reset_to_zero tensors from zero; restore_value tensors keep the caller's data.
+    path = tmp_path / "args_script.py"
+    path.write_text(ARGS_SCRIPT)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_PYTHON + os.pathsep + env.get("PYTHONPATH", "")
+    runs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    tuned, cached = runs
+    for name in ("reset", "restore"):
+        assert tuned[name]["source"] == "tuned" and cached[name]["source"] == "disk"
+    x = np.arange(100, dtype=np.float32)
+    want = {"reset": (x, 2 * x), "restore": (5 + x, 5 + 2 * x)}
+    for run in runs:
+        for name, (first, second) in want.items():
+            np.testing.assert_array_equal(np.array(run[name]["first"], np.float32), first)
+            # A later launch with the config in memory: no reset, as in Triton.
+            np.testing.assert_array_equal(np.array(run[name]["second"], np.float32), second)
+    for name in want:
+        for which in ("first", "second"):
+            assert tuned[name][which] == cached[name][which]

@@ -17,7 +17,8 @@ As in Triton:
   "perf_model": fn(**args, **config.all_kwargs()) -> estimated time,
   "top_k": int, or a float <= 1 (a fraction of the configs)}`.
 - `reset_to_zero` names tensors zeroed before every timing run (and once more
-  before the real launch after tuning); `restore_value` names tensors saved
+  before the launch that follows tuning, or reading the tuned config from the
+  disk cache: the same result either way); `restore_value` names tensors saved
   before every timing run and restored after it. A user `pre_hook(args,
   reset_only=False)` / `post_hook(args, exception)` replaces those default
   hooks. `Config.pre_hook(args)` runs before every launch with that config.
@@ -680,14 +681,19 @@ class Autotuner(KernelInterface):
                 if _print_enabled():
                     print(f"tritium autotuning {self.base_fn.__name__}, key {key}: best "
                           f"config [{config}] (cached in {path})")
-                return config
-            stats.disk_misses += 1
-        config = self._tune(key, args, kwargs, grid, pruned)
-        self.last_source = "tuned"
-        # Tensors the timing runs accumulated into start from zero again.
+        if config is None:
+            if path is not None:
+                stats.disk_misses += 1
+            config = self._tune(key, args, kwargs, grid, pruned)
+            self.last_source = "tuned"
+            if path is not None:
+                self._store(path, identity, pruned, config)
+        # As Triton does after tuning: the pre_hook with reset_only=True (by default, zero the
+        # reset_to_zero tensors), so the launch that follows starts from zero and not from what
+        # the timing runs accumulated. A result read from disk stands for that tuning and gets
+        # the same handling: the caller sees one answer whether the config was timed now or
+        # in an earlier process (restore_value tensors hold the caller's data either way).
         self.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()}, reset_only=True)
-        if path is not None:
-            self._store(path, identity, pruned, config)
         return config
 
     def _check_conflicts(self, configs, kwargs):
