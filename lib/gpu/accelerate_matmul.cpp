@@ -34,17 +34,6 @@ namespace tritium::gpu {
 
 namespace {
 
-/// Replaces every use of `from` in f by `to`, except in `keep`.
-void replaceUses(Function &f, Value *from, Value *to, Operation *keep) {
-  f.walk([&](Operation *op) {
-    if (op == keep)
-      return;
-    for (Value *&o : op->operands())
-      if (o == from)
-        o = to;
-  });
-}
-
 int countUses(Function &f, Value *v) {
   int n = 0;
   f.walk([&](Operation *op) {
@@ -114,7 +103,7 @@ void foldAccumulate(Function &f, PassStats &stats) {
     if (!before)
       continue;
     dot->operands()[2] = x;
-    replaceUses(f, add->result(0), d, nullptr);
+    replaceAllUsesWith(f, add->result(0), d);
     add->erase();
     stats.add("gpu.dot-accumulators-folded");
   }
@@ -152,8 +141,6 @@ int mmaKWidth(DType t) {
     return 0;
   }
 }
-
-bool isFp8(DType t) { return t == DType::FP8E4NV || t == DType::FP8E5; }
 
 /// Step 2's web: the values that must share the accumulator's layout.
 struct AccumulatorWeb {
@@ -420,7 +407,7 @@ bool useWgmma(Function &f, Operation *&dot, int numWarps, PassStats &stats) {
                               dot->loc());
   Block *b = dot->parentBlock();
   Operation *w = b->insert(b->find(dot), std::move(wg));
-  replaceUses(f, dot->result(0), w->result(0), nullptr);
+  replaceAllUsesWith(f, dot->result(0), w->result(0));
   dot->erase();
   dot = w;
   stats.add("gpu.dots-wgmma");

@@ -20,8 +20,6 @@ const std::vector<int64_t> &shapeOf(const Value *v) {
   return v->type()->shape();
 }
 
-bool isFp8(DType d) { return d == DType::FP8E4NV || d == DType::FP8E5; }
-
 int dtypeKind(DType d) {
   if (d == DType::I1)
     return 0;

@@ -26,7 +26,6 @@ inline DType elemDType(const Value *v) {
   return v->type()->scalarType()->dtype();
 }
 inline bool isPtrLike(const Value *v) { return v->type()->isPointerLike(); }
-bool isFp8(DType d);
 /// Triton's kinds of dtypes, ordered: bool < integer < floating.
 int dtypeKind(DType d);
 /// Smallest and largest value of an integer dtype (i1 is 0..1, as in Triton).

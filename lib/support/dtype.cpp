@@ -29,6 +29,7 @@ const DTypeRow &row(DType t) { return kDTypes[static_cast<int>(t)]; }
 
 int bitWidth(DType t) { return row(t).bits; }
 bool isFloat(DType t) { return t >= DType::FP8E4NV; }
+bool isFp8(DType t) { return t == DType::FP8E4NV || t == DType::FP8E5; }
 bool isInteger(DType t) { return t <= DType::U64; }
 bool isSigned(DType t) { return t >= DType::I8 && t <= DType::I64; }
 bool isUnsigned(DType t) {

@@ -24,8 +24,6 @@ int64_t signExtend(uint64_t b, int w) {
   return (int64_t)((b ^ m) - m);
 }
 
-bool isFP8(DType t) { return t == DType::FP8E4NV || t == DType::FP8E5; }
-
 bool hasFloatBits(DType t) {
   return t == DType::FP16 || t == DType::BF16 || t == DType::FP32 ||
          t == DType::FP64;
@@ -311,7 +309,7 @@ bool ConstValue::operator==(const ConstValue &o) const {
 double roundToDType(double x, DType t) {
   // fp8 values stay as written: the folder never computes in fp8 (see
   // foldElementwise), and the executor and the GPU round them on use.
-  if (isFP8(t) || !isFloat(t))
+  if (isFp8(t) || !isFloat(t))
     return x;
   return roundToFloatDType(x, t);
 }
@@ -383,10 +381,10 @@ foldElementwise(OpCode code, const std::map<std::string, Attribute> &attrs,
   }
   // fp8 arithmetic and conversions saturate or round in target-specific
   // ways; leave them to the hardware.
-  if (isFP8(rt))
+  if (isFp8(rt))
     return std::nullopt;
   for (const ConstValue &c : ops)
-    if (isFP8(c.dtype))
+    if (isFp8(c.dtype))
       return std::nullopt;
 
   const ConstValue &a = ops[0];

@@ -30,6 +30,7 @@ enum class DType : uint8_t {
 
 int bitWidth(DType t);
 bool isFloat(DType t);
+bool isFp8(DType t);     // fp8e4nv, fp8e5
 bool isInteger(DType t); // includes I1
 bool isSigned(DType t);  // signed integers (I1 counts as unsigned, as in Triton)
 bool isUnsigned(DType t);

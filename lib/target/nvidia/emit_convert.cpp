@@ -13,7 +13,6 @@ namespace tritium::nvidia {
 
 namespace {
 
-bool isFP8(DType t) { return t == DType::FP8E4NV || t == DType::FP8E5; }
 const char *fp8Name(DType t) {
   return t == DType::FP8E4NV ? "e4m3x2" : "e5m2x2";
 }
@@ -134,7 +133,7 @@ std::string floatToFloat(Emitter &e, const Operation &op, DType from, DType to,
     e.ins(mn + " " + d + ", " + s);
     return d;
   };
-  if (isFP8(from)) {
+  if (isFp8(from)) {
     std::string h = fp8ToF16(e, op, from, r);
     return floatToFloat(e, op, DType::FP16, to, h);
   }
@@ -144,7 +143,7 @@ std::string floatToFloat(Emitter &e, const Operation &op, DType from, DType to,
       return cvt(RC::F32, "cvt.f32.f16", r);
     if (to == DType::FP64)
       return cvt(RC::F64, "cvt.f64.f16", r);
-    if (isFP8(to)) {
+    if (isFp8(to)) {
       e.requireSM(op, 89, "converting to fp8");
       std::string zero = e.reg(RC::B16), w = e.reg(RC::B32), p = e.reg(RC::B16),
                   d = e.reg(RC::B16);
@@ -180,7 +179,7 @@ std::string bitcastElement(Emitter &e, DType from, DType to,
     // Same register; 8-bit ints keep their own extension.
     if (bitWidth(to) == 8 && !isFloat(to))
       return normalizeInt(e, to, r);
-    if (isFP8(to) && from != to) {
+    if (isFp8(to) && from != to) {
       std::string d = e.reg(RC::B16);
       e.ins("and.b16 " + d + ", " + r + ", 0x00FF");
       return d;

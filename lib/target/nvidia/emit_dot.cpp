@@ -333,7 +333,9 @@ struct WgmmaDot {
   WgmmaDot(Emitter &e, Operation &op, const gpu::NvidiaMmaLayout *mma)
       : e(e), op(op), lc(gpu::linearOf(op.result(0)->type())), mma(mma) {}
 
-  WgmmaOperand operand(unsigned i, const std::string &thrOff) {
+  /// Operand i's buffer as wgmma reads it; `origin` is the register with
+  /// this thread's warpgroup's first row of A (M) or column of B (N).
+  WgmmaOperand operand(unsigned i, const std::string &origin) {
     const Type *m = op.operand(i)->type();
     auto *l = dynamic_cast<const gpu::NVMMASharedLayout *>(
         gpu::sharedLayoutOf(m));
@@ -349,6 +351,12 @@ struct WgmmaDot {
     o.eb = gpu::storageBytes(m->element());
     if (i == 0 && !o.kMajor)
       e.internalError(op, "the A operand must be K-major");
+    // The warpgroup's part: rows of W bytes (K-major), or whole column
+    // blocks (N-major B: the swizzle width divides the instruction's N,
+    // accelerate-matmul chose it so).
+    std::string thrOff = e.reg(RC::B32);
+    e.ins("mul.lo.s32 " + thrOff + ", " + origin + ", " +
+          std::to_string(o.kMajor ? o.w : o.eb * o.rows));
     o.base = e.reg(RC::B32);
     e.ins("add.s32 " + o.base + ", " + e.regs(op.operand(i))[0] + ", " +
           thrOff);
@@ -433,29 +441,8 @@ struct WgmmaDot {
         e.ins("mad.lo.s32 " + nOff + ", " + bit + ", " +
               std::to_string(wb[j][1]) + ", " + nOff);
     }
-    // Byte offsets of the warpgroup's rows of A (K-major: rows of W bytes)
-    // and of its columns of B.
-    auto rowBytes = [&](unsigned i, const std::string &off) {
-      const Type *m = op.operand(i)->type();
-      auto *l = static_cast<const gpu::NVMMASharedLayout *>(
-          gpu::sharedLayoutOf(m));
-      int contig = l->transposed ? 0 : 1;
-      int kDim = i == 0 ? 1 : 0;
-      int64_t w = l->swizzlingByteWidth, eb = gpu::storageBytes(m->element());
-      std::string r = e.reg(RC::B32);
-      if (contig == kDim) {
-        e.ins("mul.lo.s32 " + r + ", " + off + ", " + std::to_string(w));
-      } else {
-        // N-major B: whole column blocks (the swizzle width divides the
-        // instruction's N, accelerate-matmul chose it so).
-        int64_t rows = m->shape()[1 - contig];
-        e.ins("mul.lo.s32 " + r + ", " + off + ", " +
-              std::to_string(eb * rows));
-      }
-      return r;
-    };
-    WgmmaOperand A = operand(0, rowBytes(0, mOff));
-    WgmmaOperand B = operand(1, rowBytes(1, nOff));
+    WgmmaOperand A = operand(0, mOff);
+    WgmmaOperand B = operand(1, nOff);
 
     // The instruction tiles of warp 0's accumulator: (m0, n0) origins.
     auto tc = registerTable(lc);

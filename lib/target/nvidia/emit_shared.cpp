@@ -439,25 +439,31 @@ void synchronousCopy(Emitter &e, Operation &op, const OffsetMap &m,
 /// (16: .cg, bypassing L1), as wide as the pointers' layout and axis info,
 /// the mask's constancy and the shared layout allow. A masked-off access
 /// reads 0 bytes (src-size 0) and zero-fills its shared bytes.
-int copyWidth(Emitter &e, Operation &op) {
+/// How ttg.async_copy_global_to_local moves its data: `width` elements per
+/// cp.async, or element by element (synchronousCopy) where cp.async cannot.
+/// One decision for the lowering and for the register demand (demand.cpp),
+/// which must agree on the registers the copy reads.
+struct CopyPlan {
+  int width;
+  bool synchronous;
+};
+
+CopyPlan copyPlan(Emitter &e, Operation &op, const OffsetMap &m) {
   Value *ptr = op.operand(0);
   Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
   Value *other = op.numOperands() > 3 ? op.operand(3) : nullptr;
-  const Type *md = op.operand(1)->type();
-  const Type *elem = md->element();
+  const Type *elem = op.operand(1)->type()->element();
   int64_t eb = gpu::storageBytes(elem);
-  OffsetMap m = offsetMap(e, op, ptr->type(), md);
   int v = std::min(vectorWidth(m, eb, isBool(elem)),
                    globalVectorWidth(e, ptr, mask, eb));
   if (v * eb < 4 || isBool(elem) || !isZeroOrAbsent(other))
-    return 1; // synchronousCopy: every element
-  return v;
+    return {1, true};
+  return {v, false};
 }
 
 void emitAsyncCopy(Emitter &e, Operation &op) {
   Value *ptr = op.operand(0);
   Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
-  Value *other = op.numOperands() > 3 ? op.operand(3) : nullptr;
   const Type *md = op.operand(1)->type();
   const Type *elem = md->element();
   int64_t eb = gpu::storageBytes(elem);
@@ -466,10 +472,10 @@ void emitAsyncCopy(Emitter &e, Operation &op) {
   Addresses addr = addressesOf(e, m, base, eb);
   std::string owner = e.ownerPred(ptr->type());
   int site = e.accessSite(op, ptr, "load", (int)eb);
-  int v = std::min(vectorWidth(m, eb, isBool(elem)),
-                   globalVectorWidth(e, ptr, mask, eb));
+  CopyPlan plan = copyPlan(e, op, m);
+  int v = plan.width;
   int64_t bytes = v * eb;
-  if (bytes < 4 || isBool(elem) || !isZeroOrAbsent(other)) {
+  if (plan.synchronous) {
     synchronousCopy(e, op, m, addr, owner, site);
     e.bind(op.result(0), {});
     return;
@@ -610,6 +616,9 @@ bool emitShared(Emitter &e, Operation &op) {
   }
 }
 
-int asyncCopyWidth(Emitter &e, Operation &op) { return copyWidth(e, op); }
+int asyncCopyWidth(Emitter &e, Operation &op) {
+  const Type *ptr = op.operand(0)->type(), *md = op.operand(1)->type();
+  return copyPlan(e, op, offsetMap(e, op, ptr, md)).width;
+}
 
 } // namespace tritium::nvidia

@@ -1,0 +1,58 @@
+"""What the compiler makes of the blocked matmul of examples/matmul.py for sm_90a (no GPU needed):
+the facts behind its speed, each of which a regression would silently undo.
+
+- The K loop's loads are 16 bytes wide for both operands: B's contiguity survives `% N` (axis info
+  of a remainder by a divisible-by-16 scalar), and A keeps its own coalesced layout instead of
+  inheriting the store layout of C through the row offsets they share (convert-to-gpu).
+- The loop advances one pointer per 16-byte vector, not one per element (the emitter's register
+  demand): at most 24 vectors of A and B per thread here, against 128 elements. (A's layout, taken
+  from C's 128-wide one, leaves half the threads holding copies: 16 vectors in the others; a
+  layout of its own would spread them, not yet measured.)
+- wgmma, a pipelined cp.async K loop, and .maxnreg (without it ptxas caps registers for full
+  occupancy and spills the accumulator).
+"""
+
+import importlib.util
+import os
+import re
+
+import tritium
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _compile():
+    path = os.path.join(HERE, "..", "..", "examples", "matmul.py")
+    spec = importlib.util.spec_from_file_location("example_matmul", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    return tritium.compile(
+        mod.matmul_kernel, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
+        use_cache=False,
+        constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "stride_ak": 1,
+                    "stride_bn": 1, "stride_cn": 1},
+        divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                         "stride_cm"])
+
+
+def test_matmul_codegen_for_sm90a():
+    k = _compile()
+    gir, ptx = k.asm["gir"], k.asm["ptx"]
+    loop = next(line for line in gir.splitlines() if "scf.for" in line and "!tt.ptr<f16>" in line)
+    a_layout = re.search(r"tensor<128x64x!tt\.ptr<f16>, #ttg\.blocked<\{sizePerThread = \[([0-9, ]+)\]",
+                         loop)
+    b_layout = re.search(r"tensor<64x128x!tt\.ptr<f16>, #ttg\.blocked<\{sizePerThread = \[([0-9, ]+)\]",
+                         loop)
+    assert a_layout and a_layout.group(1) == "1, 8", loop
+    assert b_layout and b_layout.group(1) == "1, 8", loop
+    assert "ttng.warp_group_dot" in gir and "async = true" in gir
+    body = ptx[ptx.index("$L_for_body"):]
+    body = body[:body.index("$L_for_end")]
+    copies = [line for line in body.splitlines() if "cp.async." in line and "shared.global" in line]
+    assert copies and all("cp.async.cg.shared.global" in c and "], 16," in c for c in copies), copies
+    assert body.count("wgmma.mma_async") == 8
+    # 16 advanced pointers plus a few address sums, far from one per element (128 per operand).
+    assert body.count("add.s64") <= 32, body.count("add.s64")
+    assert ".maxnreg 255" in ptx
