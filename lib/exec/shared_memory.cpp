@@ -86,7 +86,8 @@ void planSharedMemoryOp(const Operation &op, OpPlan &p) {
     return;
   }
   case OpCode::LocalLoad:
-    p.sharedOffsets = offsetsOf(op, memdescOf(op, 0));
+    if (!op.operand(0)->type()->isTensor()) // else A is in registers
+      p.sharedOffsets = offsetsOf(op, memdescOf(op, 0));
     return;
   case OpCode::LocalStore:
   case OpCode::AsyncCopyGlobalToLocal:
@@ -101,7 +102,8 @@ void planSharedMemoryOp(const Operation &op, OpPlan &p) {
     p.axis = op.intAttr("count");
     return;
   case OpCode::WarpGroupDot: {
-    p.sharedOffsets = offsetsOf(op, memdescOf(op, 0));
+    if (!op.operand(0)->type()->isTensor()) // else A is in registers
+      p.sharedOffsets = offsetsOf(op, memdescOf(op, 0));
     p.sharedOffsetsB = offsetsOf(op, memdescOf(op, 1));
     std::string prec = op.hasAttr("input_precision")
                            ? op.strAttr("input_precision")
@@ -206,7 +208,10 @@ void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx) {
         z[k] = buf[elemBase(s) + offs[k]];
       return r;
     };
-    RValue a = tile(0, op.sharedOffsets), b = tile(1, op.sharedOffsetsB);
+    RValue a = op.op->operand(0)->type()->isTensor()
+                   ? f[op.in[0]]
+                   : tile(0, op.sharedOffsets);
+    RValue b = tile(1, op.sharedOffsetsB);
     f[op.out[0]] = dot(op, a, b, f[op.in[2]]);
     return;
   }

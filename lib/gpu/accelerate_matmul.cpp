@@ -291,6 +291,41 @@ int contiguousDim(const Type *t) {
   return 1;
 }
 
+/// Where the shared-memory copy of dot operand `v` is written: before the
+/// dot, or before the outermost loop around it that `v` does not depend on.
+/// A loop-invariant operand (attention's Q) is then stored once, and does
+/// not stay in registers across the loop.
+Operation *allocPoint(Operation *dot, Value *v) {
+  auto inside = [&](Operation *loop) {
+    Operation *d = v->definingOp();
+    if (!d)
+      d = v->ownerBlock()->parentOp();
+    for (; d; d = d->parentOp())
+      if (d == loop)
+        return true;
+    return false;
+  };
+  Operation *at = dot;
+  for (Operation *p = dot->parentOp(); p && p->code() == OpCode::For;
+       p = p->parentOp()) {
+    if (inside(p))
+      break;
+    at = p;
+  }
+  return at;
+}
+
+/// Whether wgmma should read A from registers: a 16-bit operand that is
+/// computed (not loaded from memory).
+bool fromRegisters(Value *a, bool sixteenBit) {
+  if (!sixteenBit)
+    return false;
+  Operation *d = a->definingOp();
+  while (d && isLayoutConversion(*d))
+    d = d->operand(0)->definingOp();
+  return d && d->code() != OpCode::Load && d->code() != OpCode::LocalLoad;
+}
+
 /// An mma.sync operand goes to its dot_op layout through shared memory as
 /// Triton's does: ttg.local_alloc (a swizzled layout, rows of 16-byte
 /// vectors along the registers' contiguous dim, the XOR phase changing
@@ -310,12 +345,14 @@ Value *throughShared(Operation *dot, unsigned i, const GPULayout *l,
   const SwizzledSharedLayout *sl = SwizzledSharedLayout::get(
       vec, perPhase, maxPhase, {int64_t(c), int64_t(1 - c)});
   const Type *m = Type::memdesc(t->element(), t->shape(), sl, false);
-  Block *b = dot->parentBlock();
-  Value *mem = b->insert(b->find(dot), Operation::create(OpCode::LocalAlloc,
-                                                         {v}, {m}, {},
-                                                         dot->loc()))
+  Operation *at = allocPoint(dot, v);
+  Value *mem = at->parentBlock()
+                   ->insert(at->parentBlock()->find(at),
+                            Operation::create(OpCode::LocalAlloc, {v}, {m}, {},
+                                              dot->loc()))
                    ->result(0);
   stats.add("gpu.operands-through-shared");
+  Block *b = dot->parentBlock();
   return b
       ->insert(b->find(dot),
                Operation::create(OpCode::LocalLoad, {mem},
@@ -397,10 +434,20 @@ bool useWgmma(Function &f, Operation *&dot, int numWarps, PassStats &stats) {
                                   /*mutable=*/false);
     auto alloc = Operation::create(OpCode::LocalAlloc, {v}, {m}, {},
                                    dot->loc());
-    Block *b = dot->parentBlock();
-    return b->insert(b->find(dot), std::move(alloc))->result(0);
+    Operation *at = allocPoint(dot, v);
+    Block *b = at->parentBlock();
+    return b->insert(b->find(at), std::move(alloc))->result(0);
   };
-  Value *sa = toShared(0, la), *sb = toShared(1, lb);
+  // A computed in registers (attention's p = softmax(...).to(fp16)) feeds
+  // the instruction from registers in the dot_op layout, which for 16-bit
+  // types is the accumulator layout's own register order: no trip through
+  // shared memory. A loaded operand goes to shared memory, where the
+  // pipelining pass can fill it asynchronously.
+  Value *sa = fromRegisters(dot->operand(0), f16)
+                  ? createLayoutConversion(dot, dot->operand(0),
+                                           DotOperandLayout::get(0, acc, 2))
+                  : toShared(0, la);
+  Value *sb = toShared(1, lb);
   auto wg = Operation::create(OpCode::WarpGroupDot,
                               {sa, sb, dot->operand(2)},
                               {dot->result(0)->type()}, dot->attrs(),

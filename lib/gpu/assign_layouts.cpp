@@ -65,6 +65,9 @@ struct Assigner {
   std::vector<Value *> values; // every tensor value, in program order
   std::vector<Edge> edges;
   std::map<Value *, Group> groups; // by root
+  std::map<Value *, unsigned> uses;
+  /// Masks and `other`s not tied to their access (see collect).
+  std::vector<std::pair<Operation *, unsigned>> loose;
 
   Assigner(Function &f, int numWarps, PassStats &stats)
       : f(f), numWarps(numWarps), stats(stats), axis(f) {}
@@ -107,9 +110,28 @@ struct Assigner {
       case OpCode::Load:
       case OpCode::Store:
       case OpCode::AtomicRMW:
-      case OpCode::AtomicCAS:
-        uniteAll(all);
+      case OpCode::AtomicCAS: {
+        // The access's pointer, value and result share its layout. A mask
+        // or `other` that another op uses too (the zero `other` CSE shares
+        // between two loads of one shape) is not tied to this access: two
+        // loads of different contiguity (attention's K^T and V) would
+        // otherwise get one layout and one of them scalar accesses; the
+        // shared operand is converted or rebuilt instead.
+        std::vector<Value *> tied;
+        for (size_t i = 0; i < all.size(); ++i) {
+          bool maskOrOther = op.code() == OpCode::Load ? i == 1 || i == 2
+                             : op.code() == OpCode::Store ? i == 2
+                                                          : false;
+          if (i < op.numOperands() && maskOrOther && uses[all[i]] > 1 &&
+              all[i]->type()->isTensor()) {
+            loose.push_back({&op, (unsigned)i});
+            continue;
+          }
+          tied.push_back(all[i]);
+        }
+        uniteAll(tied);
         break;
+      }
       case OpCode::Broadcast:
         edges.push_back(
             {EdgeKind::Broadcast, &op, op.operand(0), op.result(0)});
@@ -362,8 +384,16 @@ struct Assigner {
       }
   }
 
-  /// Step 4: conversions where the layouts across an edge disagree.
+  /// Step 4: conversions where the layouts across an edge disagree, and
+  /// for loose masks and `other`s.
   void reconcile() {
+    for (auto [op, i] : loose) {
+      const GPULayout *want = layoutOf(op->operand(0)->type());
+      if (layoutOf(op->operand(i)->type()) != want) {
+        op->operands()[i] = createLayoutConversion(op, op->operand(i), want);
+        stats.add("gpu.conversions-inserted");
+      }
+    }
     for (const Edge &e : edges) {
       const GPULayout *src = layoutOf(e.src->type());
       const GPULayout *dst = layoutOf(e.dst->type());
@@ -511,6 +541,7 @@ void convertToGPU(Module &m, const PipelineOptions &opts, PassStats &stats) {
     });
     f.attrs()["num_warps"] = int64_t(nw);
     Assigner a(f, nw, stats);
+    a.uses = countUses(f);
     a.collect(f.entry());
     a.buildGroups();
     a.assign();

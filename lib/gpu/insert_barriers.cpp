@@ -188,7 +188,8 @@ Effects effectsOf(Function &f, const MemDescBytes &md, const Operation &op) {
     touch(op.operand(0), false);
     return e;
   case OpCode::WarpGroupDot:
-    touch(op.operand(0), false);
+    if (!op.operand(0)->type()->isTensor()) // else A is in registers
+      touch(op.operand(0), false);
     touch(op.operand(1), false);
     return e;
   default:

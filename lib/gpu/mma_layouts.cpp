@@ -45,8 +45,12 @@ void wraps(std::vector<Basis> &reg, int dim, int64_t cover,
   }
 }
 
-void checkTile(const GPULayout &l, const std::vector<int64_t> &shape,
-               int64_t rows, int64_t cols) {
+/// A tensor smaller than the instruction tile along a dim (the 1 x N of
+/// `cols[None, :]` next to an accumulator, the M x 1 of `m[:, None]`) keeps
+/// the tile's hardware dims; the bases that step past its extent hold copies
+/// (zero), as in blocked layouts, so broadcasts onto the tile need no
+/// conversion.
+void checkShape(const GPULayout &l, const std::vector<int64_t> &shape) {
   if (shape.size() != 2)
     throw InternalError("layout " + l.str() + " applied to a tensor of rank " +
                         std::to_string(shape.size()));
@@ -55,12 +59,13 @@ void checkTile(const GPULayout &l, const std::vector<int64_t> &shape,
       throw InternalError("layout " + l.str() +
                           " applied to a tensor dim of size " +
                           std::to_string(s) + " (not a power of two)");
-  if (shape[0] % rows || shape[1] % cols)
-    throw InternalError("layout " + l.str() + " applied to a " +
-                        std::to_string(shape[0]) + "x" +
-                        std::to_string(shape[1]) +
-                        " tensor: not a multiple of the instruction tile " +
-                        std::to_string(rows) + "x" + std::to_string(cols));
+}
+
+void clampToShape(std::vector<Basis> &bases, const std::vector<int64_t> &shape) {
+  for (Basis &b : bases)
+    for (size_t d = 0; d < b.size(); ++d)
+      if (b[d] >= shape[d])
+        b[d] = 0;
 }
 
 bool pow2(int64_t v) { return log2Exact(v) >= 0; }
@@ -112,7 +117,7 @@ LinearLayout NvidiaMmaLayout::toLinear(const std::vector<int64_t> &shape) const 
   int64_t tileN = warpTile()[1];
   // One instruction: mma.sync computes 16 x 8 per warp, wgmma 64 x N per
   // warpgroup.
-  checkTile(*this, shape, isHopper() ? 64 : 16, tileN);
+  checkShape(*this, shape);
   // The 16x8 fragment: register bit 0 the column pair, lanes (column pairs
   // by threadID_in_group, rows by groupID), register bit 1 the lower 8 rows.
   std::vector<Basis> reg = {at(0, 1), at(8, 0)};
@@ -130,6 +135,8 @@ LinearLayout NvidiaMmaLayout::toLinear(const std::vector<int64_t> &shape) const 
   }
   wraps(reg, 1, tileN * warpsPerCTA[1], shape);
   wraps(reg, 0, 16 * warpsPerCTA[0], shape);
+  clampToShape(reg, shape);
+  clampToShape(lane, shape);
   return LinearLayout::distributed(shape, std::move(reg), std::move(lane),
                                    std::move(warp));
 }
@@ -174,9 +181,7 @@ DotOperandLayout::toLinear(const std::vector<int64_t> &shape) const {
   int64_t tileK = 8 * kWidth;
   // A: 16 rows per warp (a wgmma warpgroup's 64 in four warps); B: 8 columns.
   int64_t tileO = opIdx == 0 ? 16 : 8;
-  int64_t instrO = opIdx == 0 && parent->isHopper() ? 64 : tileO;
-  checkTile(*this, shape, opIdx == 0 ? instrO : tileK,
-            opIdx == 0 ? tileK : instrO);
+  checkShape(*this, shape);
   auto along = [&](int dim, int64_t v) {
     Basis b(2, 0);
     b[dim] = v;
@@ -213,6 +218,8 @@ DotOperandLayout::toLinear(const std::vector<int64_t> &shape) const {
   }
   wraps(reg, kDim, tileK, shape);
   wraps(reg, oDim, tileO * wO, shape);
+  clampToShape(reg, shape);
+  clampToShape(lane, shape);
   return LinearLayout::distributed(shape, std::move(reg), std::move(lane),
                                    std::move(warp));
 }

@@ -327,6 +327,11 @@ bool sinkConversions(Function &f, PassStats &stats) {
 
 } // namespace
 
+bool canRematerialize(Value *v, const GPULayout *l) {
+  Rematerializer dry(nullptr);
+  return dry.remat(v, l, false) != nullptr;
+}
+
 void removeLayoutConversions(Module &m, const PipelineOptions &,
                              PassStats &stats) {
   for (auto &fn : m.functions()) {
@@ -357,6 +362,11 @@ const PassTable &gpuPasses() {
        "Give every tt.dot the layouts of its instruction (mma.sync "
        "accumulator and operands, or FMA operands)",
        accelerateMatmul},
+      {"propagate-layouts",
+       "Give the forward web of an mma accumulator (softmax, rescaling, "
+       "loop-carried statistics) layouts derived from it when that removes "
+       "conversions",
+       propagateLayouts},
       {"pipeline",
        "Software-pipeline loops: loads into shared memory become "
        "multi-buffered async copies num_stages-1 iterations ahead",

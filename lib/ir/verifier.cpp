@@ -877,10 +877,13 @@ private:
       memdescOperand(op, 0);
       return;
     case OpCode::WarpGroupDot: {
-      const Type *a = singleBuffer(op, 0), *b = singleBuffer(op, 1);
+      // A comes from shared memory or, in a dot_op layout, from registers.
+      const Type *a = ty(op, 0)->isTensor() ? ty(op, 0) : singleBuffer(op, 0);
+      const Type *b = singleBuffer(op, 1);
       const Type *c = ty(op, 2);
       if (a->rank() != 2 || b->rank() != 2 || !c->isTensor() || c->rank() != 2)
-        fail(op, "needs 2-D memdesc operands and a 2-D accumulator, found " +
+        fail(op, "needs a 2-D A (memdesc or tensor), a 2-D memdesc B and a "
+                 "2-D accumulator, found " +
                      typeText(a) + ", " + typeText(b) + ", " + typeText(c));
       int64_t M = a->shape()[0], K = a->shape()[1], N = b->shape()[1];
       if (b->shape()[0] != K)

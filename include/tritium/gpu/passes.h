@@ -84,6 +84,19 @@ void accelerateMatmul(Module &m, const PipelineOptions &opts,
 /// Counters: gpu.loops-pipelined, gpu.loads-pipelined.
 void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 
+/// --propagate-layouts: a conversion out of an mma accumulator layout is
+/// replaced, when that removes conversion work, by giving its result's
+/// forward web (elementwise ops, reductions, expand_dims, broadcasts,
+/// loop-carried values) layouts derived from the accumulator's, converting
+/// only where the web meets other code. See propagate_layouts.cpp.
+/// Counters: gpu.layout-webs, gpu.layout-web-values.
+void propagateLayouts(Module &m, const PipelineOptions &opts, PassStats &stats);
+
+/// Whether `v` can be recomputed in layout `l` from cheap producers
+/// (constants, splats, ranges, broadcasts, cheap elementwise arithmetic) as
+/// remove-layout-conversions does, instead of converted.
+bool canRematerialize(Value *v, const GPULayout *l);
+
 /// True for a layout conversion of the GPU IR (ttg.convert_layout).
 bool isLayoutConversion(const Operation &op);
 /// Inserts a conversion of `v` to layout `l` before `before`.

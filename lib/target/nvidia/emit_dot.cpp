@@ -441,7 +441,12 @@ struct WgmmaDot {
         e.ins("mad.lo.s32 " + nOff + ", " + bit + ", " +
               std::to_string(wb[j][1]) + ", " + nOff);
     }
-    WgmmaOperand A = operand(0, mOff);
+    // A in shared memory (a descriptor), or in registers (a dot_op layout
+    // whose per-warp fragments are mma.sync's m16n8k16 A fragments).
+    bool regA = op.operand(0)->type()->isTensor();
+    WgmmaOperand A{};
+    if (!regA)
+      A = operand(0, mOff);
     WgmmaOperand B = operand(1, nOff);
 
     // The instruction tiles of warp 0's accumulator: (m0, n0) origins.
@@ -529,15 +534,53 @@ struct WgmmaDot {
     if (ct == DType::I32)
       tail = "";
     else if (is16)
-      tail = ", 1, 1, 0, " + std::string(B.kMajor ? "0" : "1");
+      tail = ", 1, 1, " + std::string(regA ? "" : "0, ") +
+             std::string(B.kMajor ? "0" : "1");
     else
       tail = ", 1, 1";
+    // Register A: its 32-bit fragments are packed before the fence (wgmma
+    // must not see registers written after it).
+    std::map<Coord, std::string> fragsA;
+    if (regA) {
+      if (!is16)
+        e.internalError(op, "wgmma reads only 16-bit A operands from "
+                            "registers");
+      const gpu::LinearLayout &la = gpu::linearOf(op.operand(0)->type());
+      checkWarps(e, op, lc, 0, la, 0, false);
+      auto ta = registerTable(la);
+      const Regs &vals = e.regs(op.operand(0));
+      std::set<int> checked;
+      for (int64_t k0 = 0; k0 < K; k0 += instrK)
+        for (Coord t : tiles) {
+          Coord o{t.first, k0};
+          if (fragsA.count(o))
+            continue;
+          std::string list;
+          for (int i = 0; i < 4; ++i) {
+            std::string el[2];
+            for (int x = 0; x < 2; ++x) {
+              Coord f = fragA(i, x, 0, 2);
+              int r = lookup(e, op, ta, {o.first + f.first, o.second + f.second},
+                             "A");
+              if (checked.insert(r).second)
+                checkFragment(e, op, la, r, o,
+                              [&](int l) { return fragA(i, x, l, 2); });
+              el[x] = vals[r];
+            }
+            std::string reg = e.reg(RC::B32);
+            e.ins("mov.b32 " + reg + ", {" + el[0] + ", " + el[1] + "}");
+            list += (list.empty() ? "" : ", ") + reg;
+          }
+          fragsA[o] = "{" + list + "}";
+        }
+    }
     e.ins("wgmma.fence.sync.aligned");
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
       for (Coord t : tiles) {
         // Warp 0's tile origin, relative to its warpgroup: rows t.first
         // (a multiple of 64 past the group's), columns t.second.
-        std::string da = descriptor(A, A.offset(k0, t.first));
+        std::string da = regA ? fragsA.at({t.first, k0})
+                              : descriptor(A, A.offset(k0, t.first));
         std::string db = descriptor(B, B.offset(k0, t.second));
         std::string list;
         for (const std::string &r : acc[t])

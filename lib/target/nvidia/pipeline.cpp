@@ -126,6 +126,7 @@ void compileKernel(const Module &m, const std::string &kernel,
                   "convert-to-gpu",            // a layout for every tensor
                   "remove-layout-conversions", // drop or recompute them
                   "accelerate-matmul",         // tl.dot: mma / FMA layouts
+                  "propagate-layouts",         // softmax after a dot: mma too
                   "remove-layout-conversions", // e.g. the zero accumulator
                   "pipeline", // loads into shared memory: num_stages ahead
               },
