@@ -933,6 +933,11 @@ class CodeGenerator:
             return change[1]
         if _is_literal(old):
             return old.handle.type
+        if is_aggregate(old):
+            new = change[1] if change is not None else None
+            raise self.error(f"{name!r} is {old!r} before the loop but {new!r} after its body; "
+                             "a loop-carried block pointer or tensor descriptor must keep its "
+                             "block shape, order and padding")
         u = _unwrap(old)
         if isinstance(u, bool):
             return self.C.Type.scalar("i1")
