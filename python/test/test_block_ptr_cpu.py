@@ -3,8 +3,10 @@ descriptors (tl.make_tensor_descriptor, the host TensorDescriptor) on the CPU ex
 numpy; their errors; and the GPU kernels of test_gpu_block_ptr.py compiled to PTX for sm_80 and
 sm_90a (assembled with ptxas when it is installed)."""
 
+import inspect
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -425,8 +427,6 @@ def _bad_store_shape(x, N):
 
 
 def _located(e, marker, token):
-    import inspect
-    import sys
     lines, _ = inspect.getsourcelines(sys.modules[__name__])
     hits = [i for i, t in enumerate(lines) if re.search(rf"# ERR {marker}$", t.rstrip())]
     assert len(hits) == 1
@@ -477,7 +477,8 @@ def _bad_carried(x, N, B: tl.constexpr):
 
 
 def test_block_shape_must_not_change_in_a_loop():
-    with pytest.raises(tritium.CompilationError, match="'p' is block_pointer.*must keep its block shape"):
+    with pytest.raises(tritium.CompilationError,
+                       match="'p' is block_pointer.*must keep its block shape"):
         _bad_carried[(1,)](np.zeros(64, np.float32), 8, B=16)
 
 
