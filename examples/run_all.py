@@ -11,7 +11,7 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "matmul"]
+EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "matmul", "block_ptr_matmul"]
 
 
 def _ensure_tritium_importable():

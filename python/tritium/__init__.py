@@ -23,8 +23,21 @@ def next_power_of_2(n):
     return 1 << (n - 1).bit_length()
 
 
+_allocator = None
+
+
+def set_allocator(allocator):
+    """Triton's `triton.set_allocator`: the function that gives on-device
+    tensor descriptors (tl.make_tensor_descriptor) their global scratch. It is
+    recorded and not called: tritium expands descriptors into plain masked
+    loads and stores, which need no scratch."""
+    global _allocator
+    _allocator = allocator
+
+
 from .compile_api import compile  # noqa: E402,A001
 from .autotuner import Config, autotune, heuristics  # noqa: E402
 
 __all__ = ["CompilationError", "Config", "ExecutionError", "JITFunction", "autotune", "cdiv",
-           "compile", "heuristics", "jit", "language", "next_power_of_2", "testing"]
+           "compile", "heuristics", "jit", "language", "next_power_of_2", "set_allocator",
+           "testing"]

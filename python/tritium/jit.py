@@ -22,6 +22,7 @@ from .compiler import codegen
 from .compiler import compiler as _compiler
 from .compiler.pipeline import compile_tile
 from .errors import CompilationError, load_C
+from .language.block import DescriptorParam
 from .language.core import constexpr
 from .runtime import cuda as _cuda
 from .runtime import debug as _debug
@@ -160,6 +161,8 @@ class JITFunction:
         """Lets the C++ fast path launch `kernel` for calls like this one."""
         if not self._fast or kernel.metadata.get("bounds_check"):
             return
+        if any(entry[1] == "group" for entry in spec):
+            return  # a TensorDescriptor argument: several kernel arguments, the Python path
         torch = sys.modules.get("torch")
         if torch is None:
             return
@@ -249,6 +252,9 @@ class JITFunction:
                 runtime.append(v)
             else:
                 ptr = launcher.pointer_arg(v, p.what)
+                if ptr is None and type(v) is TensorDescriptor:
+                    _key_descriptor(p, v, key, spec, runtime)
+                    continue
                 if ptr is None:
                     raise TypeError(f"{p.what} has unsupported type {type(v).__name__} (expected "
                                     "a tensor, an int, a float, a bool or None)")
@@ -358,6 +364,8 @@ def _run_gpu(jit_fn, bound, key, params, values, grid, options, warmup):
     return kernel
 
 
+from .tools.tensor_descriptor import TensorDescriptor  # noqa: E402
+
 _STATIC_TYPES = (int, float, bool, str, type(None), tl.dtype, tuple)
 
 
@@ -379,9 +387,42 @@ def _params(spec):
             out.append((entry[0], ("const", entry[2])))
         elif entry[1] == "ptr":
             out.append((entry[0], ("arg", tl.pointer_type(entry[2]), entry[3])))
+        elif entry[1] == "group":
+            out.append((entry[0], ("group", entry[2])))
         else:
             out.append((entry[0], ("arg", entry[2], entry[3])))
     return out
+
+
+def _key_descriptor(p, desc, key, spec, runtime):
+    """A TensorDescriptor argument, flattened into its base pointer, shape and
+    strides (each specialised as a pointer or int argument of its own, named
+    `<param>__base`, `<param>__shape<i>`, `<param>__stride<i>`), then a
+    "group" entry that gathers them back into a descriptor in the kernel."""
+    ptr = launcher.pointer_arg(desc.base, p.what)
+    if ptr is None:
+        raise TypeError(f"{p.what}: a TensorDescriptor's base must be a tensor, got "
+                        f"{type(desc.base).__name__}")
+    aligned = ptr.aligned16 and not p.do_not_specialize_on_alignment
+    parts = [f"{p.name}__base"]
+    keys = [("*" + ptr.dtype.name, aligned)]
+    spec.append((parts[0], "ptr", ptr.dtype, aligned))
+    runtime.append(ptr)
+    for label, values in (("shape", desc.shape), ("stride", desc.strides)):
+        for i, n in enumerate(values):
+            name = f"{p.name}__{label}{i}"
+            parts.append(name)
+            if n == 1 and not p.do_not_specialize:
+                keys.append(("c1",))
+                spec.append((name, "const", 1))
+                continue
+            d = launcher.int_dtype(n)
+            div16 = not p.do_not_specialize and n % 16 == 0
+            keys.append((d.name, div16))
+            spec.append((name, "arg", d, div16))
+            runtime.append(n)
+    key.append(("desc", tuple(keys), tuple(desc.block_shape), desc.padding))
+    spec.append((p.name, "group", DescriptorParam(parts, desc.block_shape, desc.padding)))
 
 
 def _uses_device(values):

@@ -30,6 +30,7 @@ import re
 from .. import language as tl
 from ..errors import CompilationError, load_C, user_error_args
 from ..language import core
+from ..language.block import is_aggregate
 from ..language.core import _unwrap, _unwrap_deep, constexpr, tensor
 from ..runtime.launcher import int_dtype
 
@@ -234,6 +235,29 @@ def _is_jit_function(fn):
     return getattr(fn, "__tritium_jit__", False)
 
 
+# Loop-carried values live in "slots": a name, or (name, i) for component i of
+# a block pointer or tensor descriptor held by the name (language/block.py), so
+# that only the components a loop changes (a block pointer's offsets) are
+# carried and the rest stay loop-invariant.
+def _slot_get(scope, slot):
+    if isinstance(slot, tuple):
+        return scope[slot[0]]._components()[slot[1]]
+    return scope[slot]
+
+
+def _slot_set(scope, slot, value):
+    if isinstance(slot, tuple):
+        scope[slot[0]] = scope[slot[0]]._with_component(slot[1], value)
+    else:
+        scope[slot] = value
+
+
+def _slot_label(scope, slot):
+    if isinstance(slot, tuple):
+        return f"{slot[0]}.{scope[slot[0]]._component_names()[slot[1]]}"
+    return slot
+
+
 # ---------------------------------------------------------------------------
 # The generator
 # ---------------------------------------------------------------------------
@@ -377,6 +401,9 @@ class CodeGenerator:
                 t = p[1]
                 arg_types.append(t.to_ir() if isinstance(t, tl.dtype) else t)
                 arg_names.append(pname)
+            elif p[0] == "agg":  # a block pointer or descriptor, one argument per component
+                arg_types.extend(p[2])
+                arg_names.extend(f"{pname}_{j}" for j in range(len(p[2])))
         try:
             fn = b.create_function(name, arg_types, arg_names)
             if is_kernel:
@@ -392,6 +419,13 @@ class CodeGenerator:
                     fn.set_arg_attr(i, "tt.divisibility", 16)
                 self.scope[pname] = tensor(fn.arg(i))
                 i += 1
+            elif p[0] == "agg":
+                n = len(p[2])
+                self.scope[pname] = p[1]._with_components(
+                    [tensor(fn.arg(i + j)) for j in range(n)])
+                i += n
+            elif p[0] == "group":  # a host TensorDescriptor: its parts came before it
+                self.scope[pname] = p[1].build([self.scope[n] for n in p[1].parts])
             else:
                 self.scope[pname] = normalize(p[1])
         body = self.src.lowered_body()
@@ -424,6 +458,9 @@ class CodeGenerator:
             if _is_tensor(v):
                 values.append(v.handle)
                 return ("value", len(values) - 1)
+            if is_aggregate(v):
+                values.extend(c.handle for c in v._components())
+                return ("agg", v, list(range(len(values) - len(v._components()), len(values))))
             if isinstance(v, (tuple, list)):
                 raise self.error("returning nested tuples from a @jit function is not "
                                  "supported", loc_node)
@@ -464,6 +501,12 @@ class CodeGenerator:
                 params.append((pname, ("arg", v.handle.type, False)))
                 key.append(("arg", str(v.handle.type)))
                 runtime_args.append(v.handle)
+            elif is_aggregate(v):
+                comps = v._components()
+                params.append((pname, ("agg", v, [c.handle.type for c in comps])))
+                key.append(("agg", (v._static_key(),
+                                    tuple(str(c.handle.type) for c in comps))))
+                runtime_args.extend(c.handle for c in comps)
             elif isinstance(_unwrap(v), (tuple, list)) and any(
                     _is_tensor(e) for e in _unwrap(v)):
                 raise self.error(f"argument {pname!r} of {jfn.__name__}: passing a tuple of "
@@ -494,6 +537,8 @@ class CodeGenerator:
         results = [tensor(r) for r in b.call(fn, runtime_args)]
 
         def item(t):
+            if t[0] == "agg":
+                return t[1]._with_components([results[j] for j in t[2]])
             return results[t[1]] if t[0] == "value" else t[1]
 
         if template[0] == "none":
@@ -631,6 +676,7 @@ class CodeGenerator:
             self._set_loc(self.cur_node)
         # slots: (name, None) for a value, (name, i) for element i of a tuple
         merged, slots, then_vals, else_vals = {}, [], [], []
+        aggregates = {}  # name -> a block pointer / descriptor merged componentwise
 
         def merge(label, slot, tv, ev):
             if tv is ev:
@@ -652,7 +698,13 @@ class CodeGenerator:
             tv, ev = then_scope[name], else_scope[name]
             label = "the returned value" if name == RET else name
             tt_, et = _unwrap(tv), _unwrap(ev)
-            if (isinstance(tt_, tuple) and isinstance(et, tuple) and len(tt_) == len(et)
+            if (is_aggregate(tt_) and is_aggregate(et) and tv is not ev
+                    and tt_._static_key() == et._static_key()):
+                aggregates[name] = tt_
+                merged[name] = [merge(f"{label}.{n}", (name, i), a, c) for i, (n, a, c) in
+                                enumerate(zip(tt_._component_names(), tt_._components(),
+                                              et._components()))]
+            elif (isinstance(tt_, tuple) and isinstance(et, tuple) and len(tt_) == len(et)
                     and tv is not ev):
                 merged[name] = [merge(f"{label}[{i}]", (name, i), a, c)
                                 for i, (a, c) in enumerate(zip(tt_, et))]
@@ -672,7 +724,10 @@ class CodeGenerator:
                 merged[name][index] = tensor(op.result(i))
         self.scope = dict(before)
         for name, v in merged.items():
-            self.scope[name] = tuple(v) if isinstance(v, list) else v
+            if name in aggregates:
+                self.scope[name] = aggregates[name]._with_components(v)
+            else:
+                self.scope[name] = tuple(v) if isinstance(v, list) else v
         return op
 
     def _materialize_as(self, value, ir_type):
@@ -839,7 +894,7 @@ class CodeGenerator:
             b.set_insertion_point_to_end(scratch)
             self.scope = dict(before)
             for name, t in seed.items():
-                self.scope[name] = tensor(scratch.add_argument(t))
+                _slot_set(self.scope, name, tensor(scratch.add_argument(t)))
             start = dict(self.scope)
             result = build()
             changes = {}
@@ -848,6 +903,12 @@ class CodeGenerator:
                     continue
                 old = start[name]
                 if new is old:
+                    continue
+                if (is_aggregate(new) and is_aggregate(old)
+                        and new._static_key() == old._static_key()):
+                    for i, (n, o) in enumerate(zip(new._components(), old._components())):
+                        if n is not o:
+                            changes[(name, i)] = ("type", n.handle.type)
                     continue
                 if _same_static(new, old):
                     continue
@@ -872,6 +933,11 @@ class CodeGenerator:
             return change[1]
         if _is_literal(old):
             return old.handle.type
+        if is_aggregate(old):
+            new = change[1] if change is not None else None
+            raise self.error(f"{name!r} is {old!r} before the loop but {new!r} after its body; "
+                             "a loop-carried block pointer or tensor descriptor must keep its "
+                             "block shape, order and padding")
         u = _unwrap(old)
         if isinstance(u, bool):
             return self.C.Type.scalar("i1")
@@ -890,11 +956,13 @@ class CodeGenerator:
         in the order of first change."""
         before = self.scope
         seed = {}
-        for _ in range(len(before) + 4):
+        slots = sum(len(v._components()) if is_aggregate(v) else 1 for v in before.values())
+        for _ in range(slots + 4):
             result, changes = self._dry_run(build, exclude, seed)
             types = dict(seed)
             for name, change in changes.items():
-                types[name] = self._carried_type(name, before[name], change)
+                types[name] = self._carried_type(_slot_label(before, name),
+                                                 _slot_get(before, name), change)
             if types == seed:
                 return result, seed
             seed = types
@@ -903,15 +971,16 @@ class CodeGenerator:
     def _loop_inits(self, types, before):
         inits = []
         for name, t in types.items():
-            old = before[name]
+            old = _slot_get(before, name)
+            label = _slot_label(before, name)
             if _is_tensor(old) and (old.handle.type == t or not _is_literal(old)):
                 if old.handle.type != t:
-                    raise self._carried_type_error(name, old.handle.type, t)
+                    raise self._carried_type_error(label, old.handle.type, t)
                 inits.append(old.handle)
             else:
                 v = self._materialize_as(core.literal_value(old), t)
                 if v is None:
-                    raise self._carried_type_error(name, _describe(old), t)
+                    raise self._carried_type_error(label, _describe(old), t)
                 inits.append(v)
         return inits
 
@@ -925,15 +994,16 @@ class CodeGenerator:
         """The values to yield for the carried names at the end of the body."""
         values = []
         for name, arg in zip(names, block_args):
-            v = self.scope[name]
+            v = _slot_get(self.scope, name)
+            label = _slot_label(self.scope, name)
             if _is_tensor(v) and (v.handle.type == arg.type or not _is_literal(v)):
                 if v.handle.type != arg.type:
-                    raise self._carried_type_error(name, arg.type, v.handle.type)
+                    raise self._carried_type_error(label, arg.type, v.handle.type)
                 values.append(v.handle)
             else:
                 m = self._materialize_as(core.literal_value(v), arg.type)
                 if m is None:
-                    raise self._carried_type_error(name, arg.type, _describe(v))
+                    raise self._carried_type_error(label, arg.type, _describe(v))
                 values.append(m)
         return values
 
@@ -967,7 +1037,7 @@ class CodeGenerator:
             self.scope[target] = induction_var(body.arg(0))
             args = [body.arg(i + 1) for i in range(len(names))]
             for name, arg in zip(names, args):
-                self.scope[name] = tensor(arg)
+                _slot_set(self.scope, name, tensor(arg))
             self.visit_stmts(node.body)
             self._set_loc(node)
             b.yield_(self._loop_yields(names, args))
@@ -976,7 +1046,7 @@ class CodeGenerator:
             self.scope = before
         self.scope = dict(before)
         for i, name in enumerate(names):
-            self.scope[name] = tensor(op.result(i))
+            _slot_set(self.scope, name, tensor(op.result(i)))
 
     def visit_While(self, node):
         if node.orelse:
@@ -1002,7 +1072,8 @@ class CodeGenerator:
             args = [before_blk.add_argument(t) for t in types]
             b.set_insertion_point_to_end(before_blk)
             self.scope = dict(before)
-            self.scope.update({n: tensor(a) for n, a in zip(names, args)})
+            for n, a in zip(names, args):
+                _slot_set(self.scope, n, tensor(a))
             cond = self.visit(node.test)
             if not _is_tensor(cond):
                 cond = tensor(b.const_bool(bool(_unwrap(cond))))
@@ -1013,7 +1084,8 @@ class CodeGenerator:
             args = [after_blk.add_argument(t) for t in types]
             b.set_insertion_point_to_end(after_blk)
             self.scope = dict(before)
-            self.scope.update({n: tensor(a) for n, a in zip(names, args)})
+            for n, a in zip(names, args):
+                _slot_set(self.scope, n, tensor(a))
             self.visit_stmts(node.body)
             self._set_loc(node)
             b.yield_(self._loop_yields(names, args))
@@ -1023,7 +1095,7 @@ class CodeGenerator:
         op = b.create_while(inits, before_blk, after_blk)
         self.scope = dict(before)
         for i, name in enumerate(names):
-            self.scope[name] = tensor(op.result(i))
+            _slot_set(self.scope, name, tensor(op.result(i)))
 
     # -- expressions -----------------------------------------------------------------
     def visit_Constant(self, node):

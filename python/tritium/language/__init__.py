@@ -15,6 +15,8 @@ from .core import (PropagateNan, abs, arange, argmax, argmin, atomic_add, atomic
                    trans, uint8, uint16, uint32, uint64, view, void, where, xor_sum, zeros,
                    zeros_like)
 from .standard import softmax, swizzle2d
+from .block import (advance, block_pointer, load_tensor_descriptor, make_block_ptr,
+                    make_tensor_descriptor, store_tensor_descriptor, tensor_descriptor)
 
 __all__ = [
     "PropagateNan", "abs", "arange", "argmax", "argmin", "atomic_add", "atomic_and",
@@ -29,4 +31,7 @@ __all__ = [
     "sqrt_rn", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
     "tanh", "tensor", "trans", "uint8", "uint16", "uint32", "uint64", "view", "void", "where",
     "xor_sum", "zeros", "zeros_like",
+    # block pointers and tensor descriptors (block.py)
+    "advance", "block_pointer", "load_tensor_descriptor", "make_block_ptr",
+    "make_tensor_descriptor", "store_tensor_descriptor", "tensor_descriptor",
 ]

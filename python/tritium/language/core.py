@@ -859,10 +859,14 @@ def _pointer(ptr, what):
 @builtin
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
          cache_modifier="", eviction_policy="", volatile=False):
-    bc = _unwrap_deep(boundary_check)
-    if bc not in ((), [], None):
-        raise TypeError("tl.load's boundary_check needs block pointers, which are not "
-                        "supported yet")
+    p = _unwrap(pointer)
+    if hasattr(type(p), "_tritium_load"):  # a block pointer (language/block.py)
+        return p._tritium_load(mask, other, boundary_check, padding_option)
+    if _unwrap_deep(boundary_check) not in ((), [], None) or _unwrap(padding_option):
+        raise ValueError("tl.load: `padding_option` or `boundary_check` argument is not "
+                         "supported for loading a tensor of pointers or loading a scalar, "
+                         "because the compiler does not know the boundary; please use block "
+                         "pointers (defined by `make_block_ptr`) instead")
     other = _unwrap(other)
     return tensor(_builder().load(_pointer(pointer, "tl.load"), _mask(mask),
                                   None if other is None else _operand(other, "other")))
@@ -871,10 +875,14 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
 @builtin
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="",
           eviction_policy=""):
-    bc = _unwrap_deep(boundary_check)
-    if bc not in ((), [], None):
-        raise TypeError("tl.store's boundary_check needs block pointers, which are not "
-                        "supported yet")
+    p = _unwrap(pointer)
+    if hasattr(type(p), "_tritium_store"):  # a block pointer (language/block.py)
+        return p._tritium_store(value, mask, boundary_check)
+    if _unwrap_deep(boundary_check) not in ((), [], None):
+        raise ValueError("tl.store: `boundary_check` argument is not supported for storing "
+                         "a tensor of pointers or storing a scalar, because the compiler "
+                         "does not know the boundary; please use block pointers (defined by "
+                         "`make_block_ptr`) instead")
     _builder().store(_pointer(pointer, "tl.store"), _operand(value, "value"), _mask(mask))
 
 

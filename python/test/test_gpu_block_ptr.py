@@ -1,0 +1,121 @@
+"""GPU tests (marker gpu) of block pointers and tensor descriptors: ragged copies with
+boundary_check and padding, 3-D blocks, the block-pointer matmul advanced along K, host and
+on-device tensor descriptors. Against torch on fresh random inputs, outputs poisoned with NaN
+before each launch. The kernels are those of _block_ptr_kernels.py, which the CPU tests also
+compile to PTX for sm_80 and sm_90a."""
+
+import zlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+import _block_ptr_kernels as K  # noqa: E402
+import tritium as triton  # noqa: E402
+from tritium.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
+
+DEV = "cuda"
+
+
+@pytest.fixture(autouse=True)
+def _seed(request):
+    torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
+
+
+def poisoned(shape, dtype=torch.float32):
+    return torch.full(shape, float("nan"), dtype=dtype, device=DEV)
+
+
+@pytest.mark.parametrize("M,N", [(37, 21), (128, 256), (5, 300)])
+@pytest.mark.parametrize("order", [(1, 0), (0, 1)])
+def test_copy2d_ragged(M, N, order):
+    x = torch.randn(M, N, device=DEV)
+    y = poisoned((M, N))
+    grid = (triton.cdiv(M, 32), triton.cdiv(N, 64))
+    K.copy2d_kernel[grid](x, y, M, N, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
+                          BM=32, BN=64, PAD="zero", ORDER=order)
+    torch.testing.assert_close(y, x + 1, rtol=0, atol=0)
+
+
+def test_store_boundary_check_leaves_the_outside_alone():
+    x = torch.randn(37, 21, device=DEV)
+    y = poisoned((40, 40))
+    K.copy2d_kernel[(2, 1)](x, y, 37, 21, 21, 1, 40, 1, BM=32, BN=32, PAD="", ORDER=(1, 0))
+    torch.testing.assert_close(y[:37, :21], x + 1, rtol=0, atol=0)
+    assert torch.isnan(y[37:, :]).all() and torch.isnan(y[:, 21:]).all()
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+@pytest.mark.parametrize("om,on", [(0, 0), (-3, 5), (10, -7), (20, 20)])
+def test_padding(pad, om, on):
+    M, N = 13, 11
+    x = torch.rand(M, N, device=DEV) + 1
+    out = poisoned((16, 16))
+    K.padded_block_kernel[(1,)](x, out, M, N, om, on, BM=16, BN=16, PAD=pad)
+    ref = torch.full((16 + 64, 16 + 64), 0.0 if pad == "zero" else float("nan"), device=DEV)
+    # x placed at (32 - om, 32 - on) of a padded canvas, then the window at (32, 32).
+    ref[32 - om:32 - om + M, 32 - on:32 - on + N] = x
+    torch.testing.assert_close(out, ref[32:48, 32:48], rtol=0, atol=0, equal_nan=True)
+
+
+def test_copy3d():
+    x = torch.randn(5, 9, 100, device=DEV)
+    y = poisoned(tuple(x.shape))
+    K.copy3d_kernel[(3, 3, 4)](x, y, 5, 9, 100, BA=2, BB=4, BC=32)
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("M,N,Kd", [(512, 512, 512), (300, 200, 130), (64, 1000, 77)])
+@pytest.mark.parametrize("num_stages", [1, 3])
+def test_block_ptr_matmul(dtype, M, N, Kd, num_stages):
+    a = torch.randn(M, Kd, device=DEV).to(dtype)
+    b = torch.randn(Kd, N, device=DEV).to(dtype)
+    c = poisoned((M, N), dtype)
+    BM, BN, BK = 64, 64, 32
+    grid = (triton.cdiv(M, BM), triton.cdiv(N, BN))
+    K.block_ptr_matmul_kernel[grid](a, b, c, M, N, Kd, a.stride(0), a.stride(1), b.stride(0),
+                                    b.stride(1), c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK,
+                                    num_stages=num_stages)
+    ref = a.float() @ b.float()
+    tol = 2e-2 * Kd ** 0.5 if dtype != torch.float32 else 1e-2 * Kd ** 0.5
+    torch.testing.assert_close(c.float(), ref, rtol=2e-2, atol=tol)
+
+
+def test_block_ptr_matmul_transposed_b():
+    M, N, Kd = 256, 192, 128
+    a = torch.randn(M, Kd, device=DEV, dtype=torch.float16)
+    bt = torch.randn(N, Kd, device=DEV, dtype=torch.float16)
+    b = bt.t()
+    c = poisoned((M, N), torch.float16)
+    K.block_ptr_matmul_kernel[(4, 3)](a, b, c, M, N, Kd, a.stride(0), a.stride(1), b.stride(0),
+                                      b.stride(1), c.stride(0), c.stride(1), BM=64, BN=64, BK=32)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("M,N,Kd", [(512, 256, 256), (200, 136, 96)])
+def test_descriptor_matmul(dtype, M, N, Kd):
+    a = torch.randn(M, Kd, device=DEV).to(dtype)
+    b = torch.randn(Kd, N, device=DEV).to(dtype)
+    c = poisoned((M, N), dtype)
+    BM, BN, BK = 64, 64, 32
+    descs = [TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
+             TensorDescriptor.from_tensor(c, [BM, BN])]
+    K.descriptor_matmul_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](*descs, Kd, BM=BM,
+                                                                          BN=BN, BK=BK)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.3)
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+@pytest.mark.parametrize("M,N", [(100, 128), (37, 40)])
+def test_device_descriptor(pad, M, N):
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device=DEV))
+    x = torch.randn(M, N, device=DEV)
+    y = poisoned((M, N))
+    K.device_descriptor_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](x, y, M, N, BM=32,
+                                                                         BN=32, PAD=pad)
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+    triton.set_allocator(None)

@@ -1,0 +1,1 @@
+"""Host-side helpers (`tritium.tools`, as `triton.tools`)."""
