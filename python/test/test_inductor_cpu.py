@@ -42,6 +42,7 @@ def _env(tmp_path, **extra):
     # A fresh Inductor cache: every kernel is generated and compiled here.
     env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor-cache")
     env.pop("TRITIUM_INDUCTOR", None)
+    env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
     env.update(extra)
     return env
 
@@ -228,7 +229,9 @@ def test_language_is_tritiums(mods):
     assert mods["triton.language.core"].view is tl.core.view
     assert mods["triton.language.math"].exp is tl.math.exp
     assert mods["triton"].Config is tritium.Config
-    assert mods["triton"].cdiv(7, 2) == 4
+    assert mods["triton"].cdiv(7, 2) == 4 and mods["triton"].cdiv(8, 2) == 4
+    assert [mods["triton"].next_power_of_2(n) for n in (0, 1, 5, 8)] == [1, 1, 8, 8]
+    assert mods["triton"].language is mods["triton.language"]
 
 
 def test_log2_of_a_constexpr(mods):

@@ -7,7 +7,10 @@ class `triton.runtime.driver.active`; benchmarking and device queries go
 through the active driver.
 """
 
+import os
 import types
+
+from .kernels import GPUTarget
 
 
 class CPUDriver:
@@ -16,8 +19,6 @@ class CPUDriver:
     device (0)."""
 
     def __init__(self):
-        from .kernels import GPUTarget  # noqa: PLC0415 -- no import cycle at load
-
         self._target = GPUTarget("cpu", 0, 0)
         self.utils = types.SimpleNamespace(get_device_properties=self._device_properties)
 
@@ -49,8 +50,6 @@ class CPUDriver:
         return torch.cpu
 
     def _device_properties(self, device=0):
-        import os  # noqa: PLC0415
-
         return {"multiprocessor_count": os.cpu_count() or 1, "max_shared_mem": 0,
                 "max_num_regs": 0, "warpSize": 1}
 
@@ -135,8 +134,6 @@ def _make_knobs():
     """`triton.knobs` with the settings Inductor reads: the runtime hooks
     (launch enter/exit, jit post-compile), the cache directory and the
     compilation flags."""
-    import os  # noqa: PLC0415
-
     runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None,
                                     jit_post_compile_hook=None, jit_cache_hook=None,
                                     add_stages_inspection_hook=None, debug=False,

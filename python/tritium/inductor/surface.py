@@ -11,7 +11,7 @@ keep working) whose message says that tritium does not implement it.
 
 import hashlib
 import importlib.machinery
-import sys
+import os
 import types
 
 from .. import autotuner as _autotuner
@@ -50,13 +50,13 @@ class _Surface(types.ModuleType):
 
 
 class _Libdevice(_Surface):
-    """`triton.language.extra.libdevice`: the functions tritium's language
-    has under the same names (tl.math, tl, and tritium's own libdevice module
-    where one exists); any other name is an AttributeError naming it."""
+    """`triton.language.extra.libdevice`: tritium's own libdevice module where
+    this build has one, else the functions of tl.math under the same names;
+    any other name is an AttributeError naming it."""
 
     def __getattr__(self, attr):
         if not attr.startswith("__"):
-            for owner in (_own_libdevice(), _tl.math, _tl):
+            for owner in (_own_libdevice(), _tl.math):
                 if owner is not None and hasattr(owner, attr):
                     return getattr(owner, attr)
         raise AttributeError(f"libdevice.{attr} is not implemented by tritium's language yet "
@@ -94,15 +94,22 @@ def _log2(i):
     return _core.constexpr(n.bit_length() - 1)
 
 
+def cdiv(x, y):
+    """`triton.cdiv` on the host: (x + y - 1) // y."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n):
+    """`triton.next_power_of_2` on the host: the smallest power of two >= n."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
 def triton_key():
-    """What Inductor's caches key on for "the Triton in use": tritium's
-    version and the files of the package (so a rebuilt tritium misses)."""
-    import os  # noqa: PLC0415
-
-    import tritium  # noqa: PLC0415
-
-    h = hashlib.sha256(f"tritium-{tritium.__version__}".encode())
-    root = os.path.dirname(tritium.__file__)
+    """What Inductor's caches key on for "the Triton in use": the sizes and
+    times of tritium's files (a rebuilt or edited tritium misses)."""
+    h = hashlib.sha256(b"tritium")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for f in sorted(filenames):
@@ -133,14 +140,12 @@ def build():
             setattr(mods[parent], child, m)
         return m
 
-    import tritium  # noqa: PLC0415
-
-    module("triton", "tritium's torch.compile surface for `import triton`", tritium,
+    module("triton", "tritium's torch.compile surface for `import triton`", None,
            __version__=TRITON_VERSION, jit=_jit.jit, JITFunction=_jit.JITFunction,
            compile=_kernels.compile, Config=_autotuner.Config, autotune=_autotuner.autotune,
            heuristics=_autotuner.heuristics, CompilationError=CompilationError,
-           OutOfResources=OutOfResources, cdiv=tritium.cdiv,
-           next_power_of_2=tritium.next_power_of_2, knobs=_driver._make_knobs(),
+           OutOfResources=OutOfResources, cdiv=cdiv,
+           next_power_of_2=next_power_of_2, knobs=_driver._make_knobs(),
            __tritium_surface__=True)
     mods["triton"].knobs.__name__ = "triton.knobs"
     sys_knobs = mods["triton"].knobs
