@@ -156,6 +156,7 @@ LAYERS = [
     ("tritium.compiler",),
     ("tritium.testing",),
     ("tritium.jit", "tritium.compile_api", "tritium.autotuner"),
+    ("tritium.inductor",),
 ]
 
 

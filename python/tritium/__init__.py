@@ -38,6 +38,15 @@ def set_allocator(allocator):
 from .compile_api import compile  # noqa: E402,A001
 from .autotuner import Config, autotune, heuristics  # noqa: E402
 
+# TRITIUM_INDUCTOR=1: put tritium under torch.compile (tritium.inductor.install),
+# for programs that cannot call install() before torch._inductor is imported.
+import os as _os  # noqa: E402
+
+if _os.environ.get("TRITIUM_INDUCTOR", "") not in ("", "0"):
+    from . import inductor as _inductor  # noqa: E402
+
+    _inductor.install()
+
 __all__ = ["CompilationError", "Config", "ExecutionError", "JITFunction", "autotune", "cdiv",
            "compile", "heuristics", "jit", "language", "next_power_of_2", "set_allocator",
            "testing"]

@@ -1,0 +1,173 @@
+"""Models run under torch.compile with Inductor's Triton CPU backend on
+tritium (test_inductor_cpu.py runs this file in a subprocess, so that the
+sys.modules surgery of tritium.inductor.install() stays out of the test
+process). Prints one JSON line per model:
+{"model", "ok", "error", "max_abs_err", "compiles", "kernels"}.
+
+    python _inductor_models.py [model ...]     (default: all of MODELS)
+"""
+
+import copy
+import json
+import sys
+import traceback
+
+import tritium.inductor
+
+tritium.inductor.install()
+
+import torch  # noqa: E402
+import torch._dynamo  # noqa: E402
+import torch._inductor.config as inductor_config  # noqa: E402
+
+inductor_config.cpu_backend = "triton"
+
+# Inductor's own tests compare fp32 results at about these tolerances.
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _mlp():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64),
+                            torch.nn.Linear(64, 16))
+    x = torch.randn(8, 32)
+    return [(torch.compile(m)(x), m(x))]
+
+
+def _reductions():
+    def f(x, big):
+        # big's rows are too long for one block: a looped reduction (triton_red_).
+        return (x.sum(dim=(0, 2)), x.amax(dim=1), x.mean(), x.var(dim=-1), x.prod(dim=0),
+                big.sum(-1), (big * big).mean(0))
+
+    torch.manual_seed(0)
+    x, big = torch.randn(4, 6, 10), torch.randn(3, 5000)
+    return list(zip(torch.compile(f)(x, big), f(x, big)))
+
+
+def _elementwise():
+    def f(x, y):
+        a = torch.sigmoid(x) * torch.tanh(y) - x.abs()
+        b = torch.where(x > 0, x * y, -y).clamp(-1, 1) + torch.maximum(x, y)
+        c = torch.erf(x) + torch.sqrt(y.abs() + 1) * torch.exp(-x * x)
+        d = (x * 10).to(torch.int32) // 3 + (y * 10).to(torch.int64) % 4
+        return a * b + c, d
+
+    torch.manual_seed(0)
+    x, y = torch.randn(1000), torch.randn(1000)
+    return list(zip(torch.compile(f)(x, y), f(x, y)))
+
+
+def _conv_bn():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                            torch.nn.Conv2d(8, 4, 3), torch.nn.BatchNorm2d(4)).eval()
+    with torch.no_grad():
+        for bn in (m[1], m[4]):  # statistics that are not the identity
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 12, 12)
+    return [(torch.compile(m)(x), m(x))]
+
+
+def _dynamic():
+    def f(x):
+        return (x * 2 + x.sum(-1, keepdim=True)).sigmoid() * x.mean(0)
+
+    cf = torch.compile(f, dynamic=True)
+    torch.manual_seed(0)
+    pairs = []
+    for n in (5, 17, 33, 64):
+        x = torch.randn(3, n)
+        pairs.append((cf(x), f(x)))
+    return pairs
+
+
+def _training():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32),
+                            torch.nn.Linear(32, 4))
+    ref = copy.deepcopy(m)
+    x, t = torch.randn(8, 16), torch.randn(8, 4)
+
+    def step(model, opt):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), t)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    opt, opt_ref = (torch.optim.SGD(p.parameters(), lr=0.1) for p in (m, ref))
+    cm = torch.compile(m)
+    pairs = [(step(cm, opt), step(ref, opt_ref)) for _ in range(3)]
+    pairs += [(p.detach(), q.detach()) for p, q in zip(m.parameters(), ref.parameters())]
+    return pairs
+
+
+def _softmax():
+    torch.manual_seed(0)
+    x = torch.randn(16, 33)
+    f = lambda x: torch.softmax(x, -1) * x.amin(0)  # noqa: E731
+    return [(torch.compile(f)(x), f(x))]
+
+
+def _cumsum():
+    torch.manual_seed(0)
+    x = torch.randn(8, 100)
+    f = lambda x: torch.cumsum(x, -1) + torch.cumprod(x, 0)  # noqa: E731
+    return [(torch.compile(f)(x), f(x))]
+
+
+def _dropout():
+    torch.manual_seed(0)
+    m = torch.nn.Dropout(0.5).train()
+    x = torch.ones(1000)
+    y = torch.compile(m)(x)
+    kept = y != 0
+    # Random masks differ from eager's; compare what dropout promises.
+    return [(y[kept], torch.full_like(y[kept], 2.0)),
+             (torch.tensor(0.4 < kept.float().mean().item() < 0.6), torch.tensor(True))]
+
+
+MODELS = {"mlp": _mlp, "reductions": _reductions, "elementwise": _elementwise,
+          "conv_bn": _conv_bn, "dynamic": _dynamic, "training": _training}
+# Models that need language features tritium does not have yet (tl.reduce with
+# a combine function, tl.associative_scan, random numbers): run them by name.
+BLOCKED = {"softmax": _softmax, "cumsum": _cumsum, "dropout": _dropout}
+
+
+def run(name):
+    torch._dynamo.reset()
+    before = tritium.inductor.stats()
+    result = {"model": name, "ok": False, "error": None, "max_abs_err": None}
+    try:
+        pairs = {**MODELS, **BLOCKED}[name]()
+        err = 0.0
+        for got, want in pairs:
+            torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
+            if got.numel():
+                err = max(err, (got.double() - want.double()).abs().max().item())
+        result.update(ok=True, max_abs_err=err)
+    except Exception as e:  # noqa: BLE001 -- reported to the test
+        result["error"] = "".join(traceback.format_exception_only(type(e), e))[-2000:]
+    after = tritium.inductor.stats()
+    result["compiles"] = after["compiles"] - before["compiles"]
+    result["launches"] = after["launches"] - before["launches"]
+    result["kernels"] = after["kernels"][len(before["kernels"]):]
+    return result
+
+
+def main(names):
+    for name in names or MODELS:
+        print(json.dumps(run(name)), flush=True)
+    triton = sys.modules.get("triton")
+    surface = bool(getattr(triton, "__tritium_surface__", False))
+    # Every triton module loaded in this process must be the surface's.
+    foreign = sorted(k for k, m in sys.modules.items()
+                     if (k == "triton" or k.startswith("triton.")) and m is not None
+                     and getattr(m, "__file__", None) is not None)
+    print(json.dumps({"surface": surface, "foreign_triton_modules": foreign}), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

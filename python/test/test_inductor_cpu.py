@@ -1,0 +1,290 @@
+"""torch.compile on tritium (tritium.inductor): Inductor's Triton kernels for
+the CPU (cpu_backend="triton") compiled by tritium and run on its CPU
+executor.
+
+The models run in one subprocess (_inductor_models.py), since install()
+replaces `triton` in sys.modules; the pieces of the surface are tested here
+in-process through `surface.build()`, which installs nothing."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tritium
+import tritium.language as tl
+from tritium.inductor import driver as surface_driver
+from tritium.inductor import kernels as surface_kernels
+from tritium.inductor import surface
+from tritium.inductor.jit import jit as surface_jit
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PYTHON_DIR = os.path.dirname(_HERE)
+
+
+def _has_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_torch = pytest.mark.skipif(not _has_torch(), reason="torch is not installed")
+
+
+def _env(tmp_path, **extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    # A fresh Inductor cache: every kernel is generated and compiled here.
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor-cache")
+    env.pop("TRITIUM_INDUCTOR", None)
+    env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
+    env.update(extra)
+    return env
+
+
+# ---------------------------------------------------------------------------
+# models under torch.compile
+
+
+@pytest.fixture(scope="module")
+def model_results(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("inductor")
+    proc = subprocess.run([sys.executable, os.path.join(_HERE, "_inductor_models.py")],
+                          env=_env(tmp), capture_output=True, text=True, timeout=1800)
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0 and lines, (proc.stdout[-3000:], proc.stderr[-5000:])
+    return {r.get("model", "_summary"): r for r in lines}
+
+
+MODELS = ["mlp", "reductions", "elementwise", "conv_bn", "dynamic", "training"]
+
+
+@needs_torch
+@pytest.mark.parametrize("model", MODELS)
+def test_model_matches_eager(model_results, model):
+    r = model_results[model]
+    assert r["ok"], r["error"]
+    # tritium compiled this model's kernels (Inductor's names) and ran them.
+    assert r["compiles"] >= 1 and r["launches"] >= 1, r
+    assert all(k.startswith("triton_") for k in r["kernels"]), r["kernels"]
+
+
+@needs_torch
+def test_no_real_triton(model_results):
+    summary = model_results["_summary"]
+    assert summary["surface"] is True
+    assert summary["foreign_triton_modules"] == []
+
+
+@needs_torch
+def test_models_cover_inductor_kernel_kinds(model_results):
+    """Pointwise, persistent-reduction and looped-reduction kernels were
+    among those compiled."""
+    names = [k for r in model_results.values() for k in r.get("kernels", [])]
+    for kind in ("triton_poi_", "triton_per_", "triton_red_"):
+        assert any(k.startswith(kind) for k in names), (kind, names)
+
+
+# ---------------------------------------------------------------------------
+# install() and TRITIUM_INDUCTOR
+
+
+def _run_python(code, tmp_path, **env):
+    return subprocess.run([sys.executable, "-c", code], env=_env(tmp_path, **env),
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_env_variable_installs_surface(tmp_path):
+    p = _run_python("import tritium, triton, triton.language as tl, os\n"
+                    "from triton.compiler.compiler import ASTSource\n"
+                    "print(triton.__tritium_surface__, tl.load is tritium.language.load,\n"
+                    "      os.environ['TORCHINDUCTOR_COMPILE_THREADS'])",
+                    tmp_path, TRITIUM_INDUCTOR="1")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["True", "True", "1"]
+
+
+def test_without_install_triton_is_absent(tmp_path):
+    """The surface exists only after install(): plain `import tritium` leaves
+    `triton` alone (and no real triton is installed on the CI machine)."""
+    p = _run_python("import tritium, sys\n"
+                    "try:\n    import triton\nexcept ImportError:\n    print('absent')\n"
+                    "else:\n    print(getattr(triton, '__tritium_surface__', 'real'))",
+                    tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() in ("absent", "real")
+
+
+@needs_torch
+def test_install_after_inductor_import_fails(tmp_path):
+    p = _run_python("import torch._inductor.runtime.triton_compat\n"
+                    "import tritium.inductor\n"
+                    "try:\n    tritium.inductor.install()\n"
+                    "except tritium.inductor.InstallError as e:\n    print('error:', e)",
+                    tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "error:" in p.stdout and "imported before install()" in p.stdout
+
+
+# ---------------------------------------------------------------------------
+# the surface's pieces, without installing it
+
+
+@pytest.fixture(scope="module")
+def mods():
+    return surface.build()
+
+
+@surface_jit
+def _axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+def _axpy_source(mods, block=32):
+    ASTSource = mods["triton.compiler.compiler"].ASTSource
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32",
+           "alpha": "fp32", "BLOCK": "constexpr"}
+    return ASTSource(_axpy, sig, {"BLOCK": block}, {(0,): [["tt.divisibility", 16]]})
+
+
+def test_compile_and_run_with_inductors_calling_convention(mods):
+    triton = mods["triton"]
+    before = surface_kernels.compile_stats["compiles"]
+    target = mods["triton.backends.compiler"].GPUTarget("cpu", 0, 0)
+    k = triton.compile(_axpy_source(mods), target=target, options={"num_warps": 2})
+    assert surface_kernels.compile_stats["compiles"] == before + 1
+    assert k.metadata.num_warps == 2 and k.metadata.shared == 0
+    assert k.metadata.name == k.name and k.packed_metadata is k.metadata
+    assert k.n_spills == 0 and k.n_regs == 0 and k.function is None
+    assert "tir" in k.asm
+    x = np.arange(100, dtype=np.float32)
+    y = np.ones(100, dtype=np.float32)
+    out = np.zeros(100, dtype=np.float32)
+    k._init_handles()
+    calls = []
+    # grid, stream, function, metadata, launch metadata, hooks, then every
+    # parameter (the constexpr BLOCK too), as Inductor's launcher passes them.
+    k.run(4, 1, 1, 0, k.function, k.packed_metadata, "meta", calls.append, calls.append,
+          x, y, out, 100, 2.0, 32)
+    np.testing.assert_array_equal(out, 2 * x + 1)
+    assert calls == ["meta", "meta"]
+    # The same specialisation compiles once, whatever num_warps says.
+    k2 = triton.compile(_axpy_source(mods), target=target, options={"num_warps": 8})
+    assert surface_kernels.compile_stats["compiles"] == before + 1
+    assert k2.metadata.num_warps == 8 and k2.hash == k.hash
+
+
+def test_run_checks_argument_count(mods):
+    k = mods["triton"].compile(_axpy_source(mods, 16), target=surface_kernels.GPUTarget(
+        "cpu", 0, 0))
+    with pytest.raises(TypeError, match="6 parameters"):
+        k.run(1, 1, 1, 0, None, k.metadata, None, None, None, 1, 2)
+
+
+def test_different_constants_hash_apart(mods):
+    assert _axpy_source(mods, 16).hash() != _axpy_source(mods, 64).hash()
+    assert _axpy_source(mods, 16).hash() == _axpy_source(mods, 16).hash()
+
+
+def test_gpu_target_is_a_clear_error(mods):
+    target = mods["triton.backends.compiler"].GPUTarget("cuda", 90, 32)
+    with pytest.raises(NotImplementedError, match="'cuda' is not implemented"):
+        mods["triton"].compile(_axpy_source(mods), target=target)
+
+
+def test_compile_needs_an_ast_source(mods):
+    with pytest.raises(NotImplementedError, match="ASTSource only"):
+        mods["triton"].compile("kernel.ttir")
+
+
+def test_ast_source_needs_a_jit_function(mods):
+    with pytest.raises(TypeError, match="@triton.jit"):
+        mods["triton.compiler.compiler"].ASTSource(lambda x: x, {"x": "i32"})
+
+
+def test_missing_names_say_so(mods):
+    assert not hasattr(mods["triton.language"], "associative_scan_of_nothing")
+    with pytest.raises(AttributeError, match="not implemented by tritium"):
+        mods["triton"].no_such_thing  # noqa: B018
+    lib = mods["triton.language.extra.libdevice"]
+    with pytest.raises(AttributeError, match="libdevice.no_such_function"):
+        lib.no_such_function  # noqa: B018
+    assert lib.exp is tl.exp and lib.tanh is tl.tanh
+    assert mods["triton.language.extra"].libdevice is lib
+    assert mods["triton.language"].extra.libdevice is lib
+
+
+def test_language_is_tritiums(mods):
+    lang = mods["triton.language"]
+    assert lang.constexpr is tl.constexpr and lang.load is tl.load and lang.float32 is tl.float32
+    assert mods["triton.language.core"].view is tl.core.view
+    assert mods["triton.language.math"].exp is tl.math.exp
+    assert mods["triton"].Config is tritium.Config
+    assert mods["triton"].cdiv(7, 2) == 4 and mods["triton"].cdiv(8, 2) == 4
+    assert [mods["triton"].next_power_of_2(n) for n in (0, 1, 5, 8)] == [1, 1, 8, 8]
+    assert mods["triton"].language is mods["triton.language"]
+
+
+def test_log2_of_a_constexpr(mods):
+    _log2 = mods["triton.language.standard"]._log2
+    assert _log2(tl.constexpr(64)).value == 6 and _log2(1).value == 0
+    with pytest.raises(ValueError, match="positive int"):
+        _log2(0)
+
+
+def test_driver_and_backends(mods):
+    runtime = mods["triton.runtime"]
+    drv = runtime.driver
+    assert drv is mods["triton.runtime.driver"].driver
+    backend = mods["triton.backends"].backends["cpu"]
+    cpu = backend.driver()
+    drv.set_active(cpu)
+    try:
+        assert isinstance(drv.active, backend.driver)
+        assert drv.active.get_current_target().backend == "cpu"
+        assert drv.active.get_current_device() == 0 and drv.active.get_current_stream() == 0
+        opts = mods["triton.compiler.compiler"].make_backend(
+            drv.active.get_current_target()).parse_options({"num_warps": 2})
+        assert opts.num_warps == 2 and opts.num_stages == 3
+    finally:
+        drv.reset_active()
+    with pytest.raises(NotImplementedError, match="'cuda'"):
+        surface_driver.make_backend(surface_kernels.GPUTarget("cuda", 90, 32))
+
+
+def test_knobs_hooks_default_to_none(mods):
+    knobs = mods["triton"].knobs
+    assert knobs is mods["triton.knobs"] is mods["triton.runtime.cache"].knobs
+    assert knobs.runtime.launch_enter_hook is None and knobs.runtime.jit_post_compile_hook is None
+
+
+def test_autotuner_names(mods):
+    at = mods["triton.runtime.autotuner"]
+    assert at.Config is tritium.Config and issubclass(at.OutOfResources, Exception)
+    assert issubclass(at.Autotuner, mods["triton.runtime.jit"].KernelInterface)
+    assert "out of resource: shared memory" in str(at.OutOfResources(10, 5, "shared memory"))
+
+
+def test_triton_key_is_stable(mods):
+    key = mods["triton.compiler.compiler"].triton_key
+    assert key() == key() and len(key()) == 64
+    assert mods["triton.runtime.cache"]._base32("00ff") == "AD7Q"
+
+
+def test_jit_function_has_tritons_attributes():
+    f = _axpy
+    assert isinstance(f, tritium.JITFunction)
+    assert [p.num for p in f.params] == list(range(6))
+    assert f.arg_names[-1] == "BLOCK" and f.constexprs == [5]
+    assert "def _axpy" in f.src and len(f.cache_key) == 64
+    assert f.repr(f) == "_axpy" and f.used_global_vals == {}
+    assert f.__globals__ is globals()

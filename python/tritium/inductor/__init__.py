@@ -1,0 +1,73 @@
+"""torch.compile on tritium: Inductor's generated Triton kernels compiled by
+tritium and run on its CPU executor.
+
+    import tritium.inductor; tritium.inductor.install()   # before torch._inductor
+    import torch; torch._inductor.config.cpu_backend = "triton"
+    torch.compile(model)(x)
+
+or set TRITIUM_INDUCTOR=1 and `import tritium` first. `install()` makes
+`import triton` (and the submodules Inductor imports) resolve to tritium's
+compatibility surface (surface.py): Inductor's own code is unchanged. The
+surface is implemented for the "cpu" target; anything it lacks raises an
+error that names it.
+
+Inductor compiles kernels in worker processes when compile_threads > 1;
+those processes would import the real `triton`, so install() sets
+TORCHINDUCTOR_COMPILE_THREADS=1 unless the caller chose a value.
+"""
+
+import os
+import sys
+
+_installed = False
+
+
+class InstallError(RuntimeError):
+    """install() cannot put tritium under Inductor in this process."""
+
+
+def install():
+    """Makes `import triton` resolve to tritium's surface. Call it before
+    `torch._inductor` is imported; calling it again does nothing."""
+    global _installed
+    if _installed:
+        return
+    existing = sys.modules.get("triton")
+    if existing is not None and not getattr(existing, "__tritium_surface__", False):
+        raise InstallError("tritium.inductor.install(): the real `triton` package is already "
+                           f"imported ({getattr(existing, '__file__', existing)!r}); call "
+                           "install() before anything imports triton")
+    compat = sys.modules.get("torch._inductor.runtime.triton_compat")
+    if compat is not None and not getattr(getattr(compat, "triton", None),
+                                          "__tritium_surface__", False):
+        raise InstallError("tritium.inductor.install(): torch._inductor was imported before "
+                           "install(), so it has already decided which triton to use; call "
+                           "install() (or set TRITIUM_INDUCTOR=1 before `import tritium`) "
+                           "first")
+    from . import surface  # noqa: PLC0415
+
+    sys.modules.update(surface.build())
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    # torch caches "is triton installed?" answers; forget any taken before.
+    utils = sys.modules.get("torch.utils._triton")
+    if utils is not None:
+        for name in ("has_triton_package", "has_triton", "get_triton_version"):
+            f = getattr(utils, name, None)
+            if hasattr(f, "cache_clear"):
+                f.cache_clear()
+    _installed = True
+
+
+def installed():
+    """Whether install() has put the surface in sys.modules."""
+    return _installed
+
+
+def stats():
+    """{"compiles": kernels tritium compiled for Inductor, "launches":
+    kernel launches, "kernels": their names} in this process."""
+    from .kernels import _stats_lock, compile_stats  # noqa: PLC0415
+
+    with _stats_lock:
+        return {"compiles": compile_stats["compiles"], "launches": compile_stats["launches"],
+                "kernels": list(compile_stats["kernels"])}
