@@ -344,15 +344,43 @@ TEST(MmaLayouts, Ldmatrix16x16TilesAreTheOperandLayouts) {
       8, 4, "ldmatrix.x4 per warp -> A");
 }
 
-TEST(MmaLayouts, SmallerThanTheInstructionIsRejected) {
+TEST(MmaLayouts, SmallerThanTheInstructionBroadcasts) {
+  // A tensor smaller than the instruction tile along a dim (the 1 x N of
+  // `cols[None, :]` beside an accumulator) keeps the tile's hardware dims;
+  // the coordinates past its extent fold onto it (those threads and
+  // registers hold copies): the tile's map with each coordinate masked.
   auto *p = NvidiaMmaLayout::get(2, 0, {2, 2}, {16, 8});
-  EXPECT_THROW(p->toLinear({8, 8}), InternalError);
-  EXPECT_THROW(p->toLinear({16, 4}), InternalError);
-  EXPECT_THROW(p->toLinear({16, 8, 2}), InternalError);
-  EXPECT_THROW(DotOperandLayout::get(0, p, 2)->toLinear({16, 8}), InternalError);
-  EXPECT_THROW(DotOperandLayout::get(1, p, 4)->toLinear({16, 8}), InternalError);
   auto *h = NvidiaMmaLayout::get(3, 0, {4, 1}, {16, 64, 16});
-  EXPECT_THROW(h->toLinear({32, 64}), InternalError);
+  struct Case {
+    const GPULayout *l;
+    std::vector<int64_t> tile, small;
+  };
+  std::vector<Case> cases = {
+      {p, {32, 16}, {1, 16}},
+      {p, {32, 16}, {32, 1}},
+      {p, {32, 16}, {8, 4}},
+      {DotOperandLayout::get(0, p, 2), {32, 16}, {8, 16}},
+      {DotOperandLayout::get(1, p, 4), {32, 16}, {16, 8}},
+      {h, {64, 64}, {1, 64}},
+      {h, {64, 64}, {64, 1}},
+      {h, {64, 64}, {32, 64}},
+  };
+  for (const Case &c : cases) {
+    LinearLayout full = c.l->toLinear(c.tile);
+    LinearLayout small = c.l->toLinear(c.small);
+    ASSERT_EQ(small.numRegs(), full.numRegs()) << c.l->str();
+    for (int r = 0; r < full.numRegs(); ++r)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int w = 0; w < 4; ++w) {
+          Basis f = full.apply(r, lane, w), s = small.apply(r, lane, w);
+          for (int d = 0; d < 2; ++d)
+            ASSERT_EQ(s[d], f[d] & (c.small[d] - 1))
+                << c.l->str() << " on " << c.small[0] << "x" << c.small[1]
+                << " reg " << r << " lane " << lane << " warp " << w;
+        }
+  }
+  EXPECT_THROW(p->toLinear({16, 8, 2}), InternalError);
+  EXPECT_THROW(p->toLinear({16, 12}), InternalError);
   // Smaller than the warps' tiling but a whole instruction: warps hold copies.
   LinearLayout small = p->toLinear({16, 8});
   EXPECT_EQ(small.zeroBasesMask(kWarp), 3u);
