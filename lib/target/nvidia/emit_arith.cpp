@@ -7,7 +7,7 @@
 // has more than twice their precision). fp32/fp64 add/sub/mul carry no
 // rounding modifier, so ptxas may fuse them into fma as Triton lets LLVM do
 // (GPUOptions::enableFpFusion = false adds `.rn`, which forbids it). Math
-// follows Triton's choices: ex2.approx / lg2.approx based exp and log, sqrt.rn,
+// follows Triton's choices: ex2.approx.ftz / lg2.approx based exp and log, sqrt.rn,
 // rsqrt.approx, div.rn, sin/cos.approx; erf and tanh from short formulas. fp64
 // math without a native instruction runs in fp32.
 #include "emitter.h"
@@ -341,13 +341,17 @@ std::string unaryF32(Emitter &e, const std::string &mn, const std::string &a) {
 std::string mathF32(Emitter &e, const Operation &op, OpCode c,
                     const std::string &a) {
   switch (c) {
+  // exp and exp2 flush subnormal results (x < -126) to zero, as Triton's
+  // do: without .ftz the instruction costs a compare and two multiplies
+  // more (ptxas scales the input into range and the result back), a third
+  // of an attention loop's softmax.
   case OpCode::Exp: {
     std::string t = e.reg(RC::F32);
     e.ins("mul.f32 " + t + ", " + a + ", 0f3FB8AA3B"); // log2(e)
-    return unaryF32(e, "ex2.approx.f32", t);
+    return unaryF32(e, "ex2.approx.ftz.f32", t);
   }
   case OpCode::Exp2:
-    return unaryF32(e, "ex2.approx.f32", a);
+    return unaryF32(e, "ex2.approx.ftz.f32", a);
   case OpCode::Log: {
     std::string t = unaryF32(e, "lg2.approx.f32", a);
     std::string d = e.reg(RC::F32);

@@ -15,6 +15,7 @@
 #include "emitter.h"
 
 #include "tritium/gpu/mma_layouts.h"
+#include "tritium/gpu/passes.h"
 #include "tritium/gpu/shared_layouts.h"
 
 #include <map>
@@ -301,6 +302,50 @@ private:
 
 // ---- wgmma ------------------------------------------------------------------
 
+/// Whether operand i of `op` is the result of an arithmetic op (which
+/// the emitter gives fresh registers, never another value's) and `op` is its
+/// only user, so `op` may overwrite its registers.
+bool ownsFreshRegisters(Operation &op, unsigned i) {
+  Value *v = op.operand(i);
+  Operation *def = v->definingOp();
+  if (!def)
+    return false;
+  switch (def->code()) {
+  case OpCode::MulF:
+  case OpCode::AddF:
+  case OpCode::SubF:
+  case OpCode::DivF:
+    break;
+  default:
+    return false;
+  }
+  Operation *top = &op;
+  while (top->parentOp())
+    top = top->parentOp();
+  int uses = 0;
+  for (auto &o : top->parentBlock()->ops())
+    o->walk([&](Operation *u) {
+      for (Value *x : u->operands())
+        uses += x == v;
+    });
+  return uses == 1;
+}
+
+/// Whether `v` is a constant zero (through layout conversions).
+bool isZero(Value *v) {
+  Operation *def = v->definingOp();
+  while (def && gpu::isLayoutConversion(*def))
+    def = def->operand(0)->definingOp();
+  if (!def || def->code() != OpCode::Constant)
+    return false;
+  const Attribute &a = def->attrs().at("value");
+  if (const auto *i = std::get_if<int64_t>(&a))
+    return *i == 0;
+  if (const auto *f = std::get_if<double>(&a))
+    return *f == 0.0;
+  return false;
+}
+
 /// One operand of wgmma in shared memory: its descriptor (PTX ISA, "matrix
 /// descriptor": start address, leading and stride byte offsets, all >> 4,
 /// and the swizzle mode in bits 62-63) and where each instruction's tile
@@ -313,6 +358,7 @@ struct WgmmaOperand {
   int64_t w;        // swizzle width in bytes
   int64_t eb;       // element bytes
   bool kMajor;      // contiguous dim is K
+  std::string lo, hi; // the descriptor's words at `base` (built on first use)
   int64_t lbo() const { return kMajor ? 16 : rows * w; }
   int64_t sbo() const { return 8 * w; }
   int mode() const { return w == 128 ? 1 : w == 64 ? 2 : 3; }
@@ -363,17 +409,30 @@ struct WgmmaDot {
     return o;
   }
 
-  /// The 64-bit descriptor of `o` at byte offset `off` from o.base.
-  std::string descriptor(const WgmmaOperand &o, int64_t off) {
-    std::string a = e.reg(RC::B32), lo = e.reg(RC::B32), d = e.reg(RC::B64);
-    e.ins("add.s32 " + a + ", " + o.base + ", " + std::to_string(off));
-    e.ins("bfe.u32 " + lo + ", " + a + ", 4, 14");
-    e.ins("or.b32 " + lo + ", " + lo + ", " +
-          std::to_string((o.lbo() >> 4) << 16));
-    int64_t hi = (o.sbo() >> 4) | (int64_t(o.mode()) << 30);
-    std::string h = e.reg(RC::B32);
-    e.ins("mov.b32 " + h + ", " + std::to_string(hi));
-    e.ins("mov.b64 " + d + ", {" + lo + ", " + h + "}");
+  /// The 64-bit descriptor of `o` at byte offset `off` from o.base. The
+  /// low word (start address >> 4 in bits 0-13, LBO >> 4 in 16-29) is
+  /// built once per operand; a tile adds off >> 4 to it (shared addresses
+  /// are below 2^18, so the 14-bit field does not carry into the LBO).
+  std::string descriptor(WgmmaOperand &o, int64_t off) {
+    if (o.lo.empty()) {
+      o.lo = e.reg(RC::B32);
+      e.ins("bfe.u32 " + o.lo + ", " + o.base + ", 4, 14");
+      e.ins("or.b32 " + o.lo + ", " + o.lo + ", " +
+            std::to_string((o.lbo() >> 4) << 16));
+      int64_t hi = (o.sbo() >> 4) | (int64_t(o.mode()) << 30);
+      o.hi = e.reg(RC::B32);
+      e.ins("mov.b32 " + o.hi + ", " + std::to_string(hi));
+    }
+    std::string lo = o.lo, d = e.reg(RC::B64);
+    if (off) {
+      if (off % 16)
+        e.internalError(op, "a wgmma tile starts at byte offset " +
+                                std::to_string(off) +
+                                ", not a multiple of 16");
+      lo = e.reg(RC::B32);
+      e.ins("add.s32 " + lo + ", " + o.lo + ", " + std::to_string(off >> 4));
+    }
+    e.ins("mov.b64 " + d + ", {" + lo + ", " + o.hi + "}");
     return d;
   }
 
@@ -460,6 +519,14 @@ struct WgmmaDot {
     bool f16acc = ct == DType::FP16;
     Operation *loop = asyncLoop();
     bool inPlace = loop != nullptr;
+    // A zero accumulator (qk = tl.dot(q, k)) is not materialised: the first
+    // K step runs with scale-d false (d = a * b).
+    bool zeroC = !inPlace && isZero(op.operand(2));
+    // An fp32/int32 accumulator in fresh registers of its own (an
+    // arithmetic result, attention's rescaled acc * alpha) that nothing else
+    // reads is updated in place instead of copied first.
+    if (!inPlace && !zeroC && ct != DType::FP16 && ownsFreshRegisters(op, 2))
+      inPlace = true;
     int nregs = (int)instrN / 2; // accumulator elements per thread
     std::map<Coord, std::vector<int>> slots; // tile -> register per element
     std::map<Coord, std::vector<std::string>> acc;
@@ -484,7 +551,12 @@ struct WgmmaDot {
       // (async: nothing else touches them until the loop's last wait), or
       // fresh copies.
       std::vector<std::string> regs;
-      if (inPlace) {
+      if (zeroC) {
+        // scale-d false in the first step ignores the registers' contents.
+        RC rc = f16acc ? RC::B32 : ct == DType::I32 ? RC::B32 : RC::F32;
+        for (int i = 0; i < (f16acc ? nregs / 2 : nregs); ++i)
+          regs.push_back(e.reg(rc));
+      } else if (inPlace) {
         for (int i = 0; i < nregs; ++i)
           regs.push_back(C[s[i]]);
       } else if (f16acc) {
@@ -529,6 +601,11 @@ struct WgmmaDot {
     std::string one = e.reg(RC::B32), scaleD = e.reg(RC::Pred);
     e.ins("mov.u32 " + one + ", 1");
     e.ins("setp.ne.u32 " + scaleD + ", " + one + ", 0");
+    std::string noScaleD;
+    if (zeroC) {
+      noScaleD = e.reg(RC::Pred);
+      e.ins("setp.eq.u32 " + noScaleD + ", " + one + ", 0");
+    }
     bool is16 = at == DType::FP16 || at == DType::BF16;
     std::string tail;
     if (ct == DType::I32)
@@ -585,12 +662,12 @@ struct WgmmaDot {
         std::string list;
         for (const std::string &r : acc[t])
           list += (list.empty() ? "" : ", ") + r;
-        e.ins(ins + " {" + list + "}, " + da + ", " + db + ", " + scaleD +
-              tail);
+        e.ins(ins + " {" + list + "}, " + da + ", " + db + ", " +
+              (zeroC && k0 == 0 ? noScaleD : scaleD) + tail);
       }
     }
     e.ins("wgmma.commit_group.sync.aligned");
-    if (inPlace) {
+    if (loop) {
       // Keep this group in flight: the previous iteration's is complete (the
       // pipelining pass left its buffers alone for this); the loop waits
       // for the last one after it ends.
