@@ -2,10 +2,9 @@
 source-compatible with `triton.language`."""
 
 from . import math  # noqa: F401
-from . import extra, random  # noqa: F401
 from .core import (PropagateNan, abs, arange, argmax, argmin, atomic_add, atomic_and,
-                   atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, bfloat16,
-                   assume, block_type, broadcast, broadcast_to, cast, cdiv, ceil, clamp, constexpr,
+                   atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, bfloat16,
+                   block_type, broadcast, broadcast_to, cast, cdiv, ceil, clamp, constexpr,
                    cos, debug_barrier, device_assert, device_print, div_rn, dot, dtype, erf,
                    exp, exp2, expand_dims, fdiv, float8e4nv, float8e5, float16, float32,
                    float64, floor, fma, full, full_like, int1, int8, int16, int32, int64,
@@ -13,24 +12,30 @@ from .core import (PropagateNan, abs, arange, argmax, argmin, atomic_add, atomic
                    minimum, multiple_of, num_programs, permute, pi32_t, pointer_type,
                    program_id, range, ravel, reshape, rsqrt, sigmoid, sin, sqrt, sqrt_rn,
                    static_assert, static_print, static_range, store, sum, tanh, tensor,
-                   trans, uint8, uint16, uint32, uint64, umulhi, view, void, where, xor_sum, zeros,
+                   trans, uint8, uint16, uint32, uint64, view, void, where, xor_sum, zeros,
                    zeros_like)
-from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint,
-                     randint4x, randn, randn4x, uint_to_uniform_float)
 from .standard import softmax, swizzle2d
+from . import extra, random  # noqa: F401,E402
+from .core import assume, atomic_cas, umulhi  # noqa: E402
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: E402
+                     randint, randint4x, randn, randn4x, uint_to_uniform_float)
 
 __all__ = [
     "PropagateNan", "abs", "arange", "argmax", "argmin", "atomic_add", "atomic_and",
-    "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "assume",
-    "bfloat16", "block_type", "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16",
+    "block_type", "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr",
     "cos", "debug_barrier", "device_assert", "device_print", "div_rn", "dot", "dtype", "erf",
-    "exp", "exp2", "expand_dims", "extra", "fdiv", "float8e4nv", "float8e5", "float16", "float32",
+    "exp", "exp2", "expand_dims", "fdiv", "float8e4nv", "float8e5", "float16", "float32",
     "float64", "floor", "fma", "full", "full_like", "int1", "int8", "int16", "int32", "int64",
     "load", "log", "log2", "math", "max", "max_constancy", "max_contiguous", "maximum", "min",
-    "minimum", "multiple_of", "num_programs", "pair_uniform_to_normal", "permute", "philox",
-    "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint",
-    "randint4x", "randn", "randn4x", "random", "range", "ravel", "reshape", "rsqrt", "sigmoid", "sin", "softmax", "sqrt",
+    "minimum", "multiple_of", "num_programs", "permute", "pi32_t", "pointer_type",
+    "program_id", "range", "ravel", "reshape", "rsqrt", "sigmoid", "sin", "softmax", "sqrt",
     "sqrt_rn", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
-    "tanh", "tensor", "trans", "uint8", "uint16", "uint32", "uint64", "uint_to_uniform_float", "umulhi", "view", "void", "where",
+    "tanh", "tensor", "trans", "uint8", "uint16", "uint32", "uint64", "view", "void", "where",
     "xor_sum", "zeros", "zeros_like",
+]
+__all__ += [
+    "assume", "atomic_cas", "extra", "pair_uniform_to_normal", "philox", "philox_impl", "rand",
+    "rand4x", "randint", "randint4x", "randn", "randn4x", "random", "uint_to_uniform_float",
+    "umulhi",
 ]

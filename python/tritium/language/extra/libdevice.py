@@ -10,6 +10,7 @@ isinf, signbit, ...) return int32 0/1, as libdevice's do.
 """
 
 import functools
+import math as _pymath
 
 from .. import core
 from ..core import builtin
@@ -212,6 +213,10 @@ def fmod(x, y):
 # formula would cancel.
 
 
+def _fp64(x):
+    return x.dtype == core.float64
+
+
 def _horner(x, coeffs):
     acc = coeffs[-1]
     for c in reversed(coeffs[:-1]):
@@ -258,8 +263,11 @@ def cbrt(x):
     x = _float_value(x, "cbrt")
     a = core.abs(x)
     y = core.exp2(core.log2(a) * (1.0 / 3.0))
-    y2 = y * y
-    y = y - core.div_rn(y2 * y - a, 3.0 * y2)
+    # Newton steps (one from fp32's start, two for fp64), each residual y^3 - a in one
+    # rounding (fma), or the step would add an ulp of its own.
+    for _ in range(2 if _fp64(x) else 1):
+        y2 = y * y
+        y = y - core.div_rn(core.fma(y2, y, -a), 3.0 * y2)
     y = core.where((a == 0) | (a == _INF) | (a != a), a, y)
     return copysign(y, x)
 
@@ -270,7 +278,8 @@ def sinh(x):
     x = _float_value(x, "sinh")
     a = core.abs(x)
     x2 = x * x
-    series = x * _horner(x2, [1.0, 1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880])
+    terms = 9 if _fp64(x) else 5
+    series = x * _horner(x2, [1.0 / _pymath.factorial(2 * k + 1) for k in range(terms)])
     e = core.exp(a)
     big = copysign(0.5 * (e - core.div_rn(1.0, e)), x)
     return core.where(a < 0.5, series, big)
@@ -289,8 +298,8 @@ def cosh(x):
 def expm1(x):
     """exp(x) - 1, accurate near 0 (a Taylor series below |x| = 0.5)."""
     x = _float_value(x, "expm1")
-    series = x * _horner(x, [1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040,
-                             1.0 / 40320, 1.0 / 362880, 1.0 / 3628800])
+    terms = 17 if _fp64(x) else 10
+    series = x * _horner(x, [1.0 / _pymath.factorial(k + 1) for k in range(terms)])
     return core.where(core.abs(x) < 0.5, series, core.exp(x) - 1.0)
 
 
@@ -302,8 +311,8 @@ def log1p(x):
     x = _float_value(x, "log1p")
     s = core.div_rn(x, x + 2.0)
     s2 = s * s
-    series = 2.0 * s * _horner(s2, [1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13,
-                                    1.0 / 15])
+    terms = 18 if _fp64(x) else 8
+    series = 2.0 * s * _horner(s2, [1.0 / (2 * k + 1) for k in range(terms)])
     u = x + 1.0
     big = core.log(u) * core.div_rn(x, core.where(u == 1.0, 1.0, u - 1.0).to(u.dtype))
     big = core.where(x == _INF, _INF, big).to(x.dtype)
@@ -321,7 +330,8 @@ def _atan_reduced(a):
     shifted = a > _TAN_PI_12
     t = core.where(shifted, core.div_rn(a * _SQRT3 - 1.0, a + _SQRT3), a)
     t2 = t * t
-    s = t * _horner(t2, [1.0, -1.0 / 3, 1.0 / 5, -1.0 / 7, 1.0 / 9, -1.0 / 11, 1.0 / 13, -1.0 / 15])
+    terms = 15 if _fp64(a) else 8
+    s = t * _horner(t2, [(-1.0) ** k / (2 * k + 1) for k in range(terms)])
     return core.where(shifted, s + _PI / 6, s)
 
 
