@@ -16,7 +16,8 @@ def ulps(actual, desired):
     a huge distance)."""
     dt = actual.dtype
     it = {2: np.int16, 4: np.int32, 8: np.int64}[dt.itemsize]
-    desired = desired.astype(dt)
+    with np.errstate(over="ignore"):
+        desired = desired.astype(dt)
 
     def line(v):
         i = v.view(it).astype(np.int64)
@@ -210,3 +211,34 @@ def test_module_paths():
     # `import tritium as triton; triton.language.extra.libdevice.tanh(x)` in a kernel.
     assert tritium.language.extra.libdevice is libdevice and libdevice.exp is tl.exp
     assert set(libdevice.__all__) <= set(dir(cuda_libdevice))
+
+
+def _pow_inputs(rng, dt):
+    base = np.concatenate([rng.uniform(0, 4, 600), rng.uniform(-4, 0, 200), 10.0 ** rng.uniform(-30, 30, 200)])
+    expo = np.concatenate([rng.uniform(-20, 20, 600), rng.integers(-9, 9, 200).astype(np.float64),
+                           rng.uniform(-3, 3, 200)])
+    specials = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 2.0, -2.0, 0.5, 1e-30]
+    sx, sy = np.meshgrid(specials, specials + [3.0, -3.0, 0.5, -0.5, 1e-8])
+    with np.errstate(over="ignore"):
+        return (np.concatenate([base, sx.ravel()]).astype(dt),
+                np.concatenate([expo, sy.ravel()]).astype(dt))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16], ids=lambda d: np.dtype(d).name)
+def test_pow_within_an_ulp_with_c_special_cases(dt):
+    x, y = _pow_inputs(np.random.default_rng(8), dt)
+    out = poisoned(x.shape, dt)
+    launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN="pow", BLOCK=256)
+    with np.errstate(all="ignore"):
+        ref = np.power(x.astype(np.float64), y.astype(np.float64))
+    err = ulps(out, ref)
+    assert err.max() <= 1, (x[err > 1][:6], y[err > 1][:6], out[err > 1][:6], ref[err > 1][:6])
+
+
+def test_pow_fp64_relative_error():
+    x, y = _pow_inputs(np.random.default_rng(9), np.float64)
+    out = poisoned(x.shape, np.float64)
+    launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN="pow", BLOCK=256)
+    with np.errstate(all="ignore"):
+        ref = np.power(x, y)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)

@@ -20,8 +20,8 @@ __all__ = [
     "erf", "exp", "exp2", "expm1", "fabs", "fast_cosf", "fast_dividef", "fast_exp2f",
     "fast_expf", "fast_log2f", "fast_logf", "fast_sinf", "fast_tanhf", "finitef", "floor",
     "fma", "fmax", "fmin", "fmod", "hypot", "isfinited", "isinf", "isnan", "llrint", "llround",
-    "log", "log1p", "log2", "lrint", "lround", "nearbyint", "rcp_rn", "rint", "round", "rsqrt",
-    "signbit", "sin", "sinh", "sqrt", "sqrt_rn", "tan", "tanh", "trunc",
+    "log", "log1p", "log2", "lrint", "lround", "nearbyint", "pow", "rcp_rn", "rint", "round",
+    "rsqrt", "signbit", "sin", "sinh", "sqrt", "sqrt_rn", "tan", "tanh", "trunc",
 ]
 
 
@@ -386,3 +386,63 @@ def acos(x):
 def tan(x):
     x = _float_value(x, "tan")
     return core.div_rn(core.sin(x), core.cos(x))
+
+
+_LOG2E = 1.4426950408889634
+_LN2 = 0.6931471805599453
+_SQRT2 = 1.4142135623730951
+
+
+def _exp2_fp64(t, terms):
+    """2^t for fp64 t: 2^n (n = rint(t)) times exp(f ln 2) (|f| <= 1/2) as a Taylor series.
+    2^n is two factors built from exponent bits (|n| up to 2046 covers fp64's range, overflow
+    to inf and underflow through the subnormals)."""
+    t = core.minimum(core.maximum(t, -2046.0), 2046.0)
+    n = rint(t)
+    f = (t - n) * _LN2
+    p = _horner(f, [1.0 / _pymath.factorial(k) for k in range(terms)])
+    n = n.to(core.int64)
+    half = n >> 1
+    two_half = ((half + 1023) << 52).to(core.float64, bitcast=True)
+    two_rest = ((n - half + 1023) << 52).to(core.float64, bitcast=True)
+    return p * two_half * two_rest
+
+
+def _log2_fp64(ax, terms):
+    """log2 of a positive, finite, normal fp64: exponent e and mantissa m in [sqrt(1/2), sqrt(2)),
+    log(m) = 2 atanh((m - 1) / (m + 1)) as a series."""
+    bits = ax.to(core.int64, bitcast=True)
+    e = (bits >> 52) - 1023
+    m = ((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000).to(core.float64, bitcast=True)
+    big = m > _SQRT2
+    m = core.where(big, m * 0.5, m)
+    e = core.where(big, e + 1, e)
+    s = core.div_rn(m - 1.0, m + 1.0)
+    ln_m = 2.0 * s * _horner(s * s, [1.0 / (2 * k + 1) for k in range(terms)])
+    return e.to(core.float64) + ln_m * _LOG2E
+
+
+@builtin
+def pow(x, y):
+    """x ** y with C's special cases. fp32 (and narrower) arguments compute in fp64 arithmetic
+    (exact rounding on the executor and the GPU alike), so the fp32 result is within an ulp;
+    fp64 arguments get the same algorithm in fp64 (relative error about 1e-13)."""
+    x = _float_value(x, "pow")
+    y = _float_value(y, "pow")
+    out = x.dtype if x.dtype.primitive_bitwidth >= y.dtype.primitive_bitwidth else y.dtype
+    wide64 = out == core.float64
+    x, y = x.to(core.float64), y.to(core.float64)
+    ax = core.abs(x)
+    r = _exp2_fp64(y * _log2_fp64(ax, 14 if wide64 else 8), 18 if wide64 else 12)
+    # |x| = 0 or inf: 0 or inf by the sign of y (a finite log would mislead for tiny y).
+    r = core.where(ax == 0, core.where(y > 0, 0.0, _INF), r)
+    r = core.where(ax == _INF, core.where(y > 0, _INF, 0.0), r)
+    y_int = trunc(y) == y
+    y_odd = y_int & (core.abs(y) < 9007199254740992.0) & (y % 2.0 != 0)
+    r = core.where((signbit(x) != 0) & y_odd, -r, r)
+    r = core.where((x < 0) & (ax != _INF) & ~y_int, float("nan"), r)
+    r = core.where((x != x) | (y != y), float("nan"), r)
+    # pow(+-1, +-inf) = 1, pow(1, y) = 1 and pow(x, +-0) = 1, NaN or not.
+    r = core.where((ax == 1) & (core.abs(y) == _INF), 1.0, r)
+    r = core.where((x == 1) | (y == 0), 1.0, r)
+    return r.to(out)
