@@ -212,8 +212,10 @@ def test_gpu_rand_bit_exact_and_randn_close():
     assert (got[0] >= 0).all() and (got[0] < 1).all()
     z1, z2 = normal_ref(u[0], u[1])
     z3, z4 = normal_ref(u[2], u[3])
+    # lg2.approx's absolute error dominates where u1 is within ~1e-7 of 1 (r = sqrt(-2 ln u1) is
+    # then below 1e-3): hence the absolute tolerance.
     for g, r in zip(got[1:], [z1, z2, z3, z4]):
-        np.testing.assert_allclose(g, r, rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(g, r, rtol=2e-4, atol=1e-3)
     assert abs(got[1:].mean()) < 0.05 and abs(got[1:].std() - 1) < 0.05
 
 
