@@ -134,6 +134,7 @@ OpSupport axisInfoSupport(OpCode c) {
   case OpCode::MinSI:
   case OpCode::MaxUI:
   case OpCode::MinUI:
+  case OpCode::MulHiUI:
   case OpCode::CmpF:
   case OpCode::NegF:
   case OpCode::Fma:

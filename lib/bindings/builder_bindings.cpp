@@ -365,14 +365,29 @@ void bindBuilder(py::module_ &m) {
       .def(
           "atomic_rmw",
           [](py::object s, const std::string &kind, py::handle ptr,
-             py::handle val, py::handle mask) {
+             py::handle val, py::handle mask, const std::string &sem,
+             const std::string &scope) {
             Builder &bd = self(s);
             return wrapRef(bd.atomicRMW(kind, valueArg(bd, ptr, "ptr"),
-                                        opnd(bd, val), toValueOrNull(bd, mask)),
+                                        opnd(bd, val), toValueOrNull(bd, mask),
+                                        sem, scope),
                            s);
           },
           py::arg("kind"), py::arg("ptr"), py::arg("val"),
-          py::arg("mask") = py::none())
+          py::arg("mask") = py::none(), py::arg("sem") = "",
+          py::arg("scope") = "")
+      .def(
+          "atomic_cas",
+          [](py::object s, py::handle ptr, py::handle cmp, py::handle val,
+             const std::string &sem, const std::string &scope) {
+            Builder &bd = self(s);
+            return wrapRef(bd.atomicCAS(valueArg(bd, ptr, "ptr"),
+                                        opnd(bd, cmp), opnd(bd, val), sem,
+                                        scope),
+                           s);
+          },
+          py::arg("ptr"), py::arg("cmp"), py::arg("val"), py::arg("sem") = "",
+          py::arg("scope") = "")
 
       // ---- reductions and dot --------------------------------------------
       .def(

@@ -95,6 +95,12 @@ void intBinary(const OpPlan &op, const RValue &a, const RValue &b, RValue &r) {
   case OpCode::MulI:
     return mapInt2(x, y, z, n, out,
                    [&](int64_t p, int64_t q) { return int64_t(U(p) * U(q)); });
+  case OpCode::MulHiUI:
+    return mapInt2(x, y, z, n, out, [&](int64_t p, int64_t q) {
+      unsigned __int128 prod =
+          (unsigned __int128)zext(p, w) * (unsigned __int128)zext(q, w);
+      return int64_t(uint64_t(prod >> w));
+    });
   case OpCode::DivSI:
     return mapInt2(x, y, z, n, out, [&](int64_t p, int64_t q) -> int64_t {
       int64_t sp = sext(p, w), sq = sext(q, w);
@@ -425,6 +431,11 @@ void mathUnary(const OpPlan &op, const RValue &a, RValue &r) {
     return mapFloat1(dt, x, z, n, [](double v) { return std::floor(v); });
   case OpCode::Ceil:
     return mapFloat1(dt, x, z, n, [](double v) { return std::ceil(v); });
+  case OpCode::Trunc:
+    return mapFloat1(dt, x, z, n, [](double v) { return std::trunc(v); });
+  case OpCode::RoundEven:
+    // nearbyint in the default rounding mode rounds ties to even.
+    return mapFloat1(dt, x, z, n, [](double v) { return std::nearbyint(v); });
   case OpCode::Erf:
     return mapFloat1(dt, x, z, n, [](double v) { return std::erf(v); });
   case OpCode::Tanh:

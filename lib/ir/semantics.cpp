@@ -405,6 +405,15 @@ Value *Builder::binary(const std::string &op, Operand a, Operand b) {
     return bitwise(B, op, a, b, OpCode::XOrI);
   if (op == "lshift")
     return bitwise(B, op, a, b, OpCode::ShLI);
+  if (op == "umulhi") {
+    // Triton's tl.umulhi: 32- and 64-bit integers only (after promotion).
+    auto [l, r] = checkBinary(B, op, a, b, {});
+    DType d = isPtrLike(l) ? DType::I1 : elemDType(l);
+    if (!isInteger(d) || (bitWidth(d) != 32 && bitWidth(d) != 64))
+      error("tl.umulhi expects int32, int64, uint32 or uint64 operands, got " +
+            describe(a) + " and " + describe(b));
+    return mk(B, OpCode::MulHiUI, {l, r}, l->type());
+  }
   if (op == "rshift") {
     // Triton picks arithmetic vs logical shift from the tensor operand's
     // dtype before promotion (the left one, or the right one for `lit >> x`).
@@ -477,6 +486,7 @@ Value *Builder::math(const std::string &op, Operand xo) {
       {"rsqrt", OpCode::Rsqrt}, {"sin", OpCode::Sin},
       {"cos", OpCode::Cos},     {"floor", OpCode::Floor},
       {"ceil", OpCode::Ceil},   {"erf", OpCode::Erf},
+      {"trunc", OpCode::Trunc}, {"rint", OpCode::RoundEven},
       {"tanh", OpCode::Tanh}};
   if (op != "sigmoid" && !codes.count(op))
     throw InternalError("builder: unknown math op '" + op + "'");

@@ -400,8 +400,58 @@ void Builder::store(Value *ptr, Operand value, Value *mask) {
   create(OpCode::Store, operands, {});
 }
 
+namespace {
+/// The sem/scope attributes of an atomic, checked (Triton's wording).
+std::map<std::string, Attribute> atomicOrdering(Builder &b,
+                                                const std::string &sem,
+                                                const std::string &scope) {
+  std::map<std::string, Attribute> attrs;
+  if (!sem.empty()) {
+    if (sem != "acquire" && sem != "release" && sem != "acq_rel" &&
+        sem != "relaxed")
+      b.error("Memory semantic " + sem +
+              " not supported (sem must be \"acquire\", \"release\", "
+              "\"acq_rel\" or \"relaxed\")");
+    attrs["sem"] = sem;
+  }
+  if (!scope.empty()) {
+    if (scope != "gpu" && scope != "cta" && scope != "sys")
+      b.error("Memory scope " + scope +
+              " not supported (scope must be \"gpu\", \"cta\" or \"sys\")");
+    attrs["scope"] = scope;
+  }
+  return attrs;
+}
+} // namespace
+
+Value *Builder::atomicCAS(Value *ptr, Operand cmpOp, Operand valOp,
+                          const std::string &sem, const std::string &scope) {
+  requireValue(ptr, "atomic pointer");
+  requirePointer(*this, "tl.atomic_cas", ptr);
+  auto attrs = atomicOrdering(*this, sem, scope);
+  const Type *elt = ptr->type()->scalarType()->pointee();
+  if (elt->isPointer())
+    error("tl.atomic_cas does not support pointers to pointers (" +
+          ptr->type()->str() + ")");
+  DType d = elt->dtype();
+  int bits = bitWidth(d);
+  if (bits != 16 && bits != 32 && bits != 64)
+    error("atomic_cas only supports elements with width {16, 32, 64}, got " +
+          std::string(dtypeName(d)));
+  Value *cmp = materialize(cmpOp), *val = materialize(valOp);
+  for (Value *v : {cmp, val})
+    if (isPtrLike(v))
+      error("tl.atomic_cas expects numeric values, got " + v->type()->str());
+  std::vector<int64_t> shape = shapeOf(ptr);
+  cmp = castElem(*this, broadcastTo(cmp, shape), elt);
+  val = castElem(*this, broadcastTo(val, shape), elt);
+  return mk(*this, OpCode::AtomicCAS, {ptr, cmp, val}, val->type(),
+            std::move(attrs));
+}
+
 Value *Builder::atomicRMW(const std::string &kind, Value *ptr, Operand valOp,
-                          Value *mask) {
+                          Value *mask, const std::string &sem,
+                          const std::string &scope) {
   static const char *kinds[] = {"add", "max", "min", "and",
                                 "or",  "xor", "xchg"};
   if (std::find_if(std::begin(kinds), std::end(kinds),
@@ -437,7 +487,9 @@ Value *Builder::atomicRMW(const std::string &kind, Value *ptr, Operand valOp,
   std::vector<Value *> operands{ptr, val};
   if (mask)
     operands.push_back(mask);
-  return mk(*this, OpCode::AtomicRMW, operands, val->type(), {{"kind", kind}});
+  auto attrs = atomicOrdering(*this, sem, scope);
+  attrs["kind"] = kind;
+  return mk(*this, OpCode::AtomicRMW, operands, val->type(), std::move(attrs));
 }
 
 // ---------------------------------------------------------------------------

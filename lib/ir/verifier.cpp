@@ -185,6 +185,20 @@ private:
     }
     attr(op, spec.name, size_t(spec.kind), attrKindText(spec.kind));
   }
+  /// The optional sem/scope strings of tt.atomic_rmw / tt.atomic_cas.
+  void checkAtomicOrdering(const Operation &op) const {
+    for (const char *key : {"sem", "scope"}) {
+      if (!op.hasAttr(key))
+        continue;
+      auto *v = std::get_if<std::string>(&op.attrs().at(key));
+      if (!v)
+        fail(op, std::string("attribute '") + key + "' must be a string");
+      if (std::string(key) == "sem")
+        oneOf(op, key, *v, {"acquire", "release", "acq_rel", "relaxed"});
+      else
+        oneOf(op, key, *v, {"gpu", "cta", "sys"});
+    }
+  }
   void oneOf(const Operation &op, const std::string &key,
              const std::string &value,
              std::initializer_list<const char *> allowed) const {
@@ -628,6 +642,7 @@ private:
       // on u32 is unsigned), and the bitwise kinds exist for integers only.
       const std::string &kind = op.strAttr("kind");
       oneOf(op, "kind", kind, {"add", "max", "min", "and", "or", "xor", "xchg"});
+      checkAtomicOrdering(op);
       if ((kind == "and" || kind == "or" || kind == "xor") && !intLike(val))
         fail(op, "kind \"" + kind + "\" needs integers, found " +
                      typeText(val));
@@ -638,6 +653,7 @@ private:
       expectType(op, "compared value", ty(op, 1), val);
       expectType(op, "new value", ty(op, 2), val);
       expectType(op, "result", rty(op), val);
+      checkAtomicOrdering(op);
       return;
     }
 

@@ -155,6 +155,8 @@ std::optional<ConstValue> foldInt(OpCode code, const ConstValue &a,
     return r(x - y);
   case OpCode::MulI:
     return r(x * y);
+  case OpCode::MulHiUI:
+    return r(uint64_t((unsigned __int128)a.zext() * b.zext() >> w));
   case OpCode::DivSI:
     if (sy == 0 || (sx == minSigned && sy == -1))
       return std::nullopt;
@@ -256,6 +258,10 @@ std::optional<ConstValue> foldMath(OpCode code, double x, DType rt) {
     return r(std::floor(x));
   case OpCode::Ceil:
     return r(std::ceil(x));
+  case OpCode::Trunc:
+    return r(std::trunc(x));
+  case OpCode::RoundEven:
+    return r(std::nearbyint(x)); // the default rounding mode: ties to even
   case OpCode::Erf:
     return r(std::erf(x));
   case OpCode::Tanh:
@@ -406,6 +412,7 @@ foldElementwise(OpCode code, const std::map<std::string, Attribute> &attrs,
   case OpCode::MinSI:
   case OpCode::MaxUI:
   case OpCode::MinUI:
+  case OpCode::MulHiUI:
     if (ops.size() != 2 || a.isFloat() || ops[1].isFloat() || isFloat(rt))
       return std::nullopt;
     return foldInt(code, a, ops[1], rt);

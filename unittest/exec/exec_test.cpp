@@ -624,6 +624,10 @@ TEST(Executor, IntegerSemantics) {
   EXPECT_EQ(intOp(O::MulI, DType::I32, 1 << 20, 1 << 12), 0);
   EXPECT_EQ(intOp(O::SubI, DType::U32, 0, 1), 0xffffffffLL);
   EXPECT_EQ(intOp(O::AddI, DType::I64, INT64_MAX, 1), INT64_MIN);
+  // The high half of the unsigned product, at every width (i8 included).
+  EXPECT_EQ(intOp(O::MulHiUI, DType::I32, -1, -1), -2);
+  EXPECT_EQ(intOp(O::MulHiUI, DType::U8, 200, 200), 156);
+  EXPECT_EQ(intOp(O::MulHiUI, DType::I64, -1, 3), 2);
   // Division: toward zero; by zero -> -1 (all ones), rem by zero -> x.
   EXPECT_EQ(intOp(O::DivSI, DType::I32, -7, 2), -3);
   EXPECT_EQ(intOp(O::RemSI, DType::I32, -7, 2), -1);
@@ -783,6 +787,8 @@ TEST(Executor, MathFunctionsRoundToTheType) {
       {OpCode::Tanh, [](double v) { return std::tanh(v); }},
       {OpCode::Floor, [](double v) { return std::floor(v); }},
       {OpCode::Ceil, [](double v) { return std::ceil(v); }},
+      {OpCode::Trunc, [](double v) { return std::trunc(v); }},
+      {OpCode::RoundEven, [](double v) { return std::nearbyint(v); }},
       {OpCode::AbsF, [](double v) { return std::fabs(v); }}};
   for (auto [code, ref] : fns) {
     KB b("k", {sc(DType::FP16), ptrTo(DType::FP16)});

@@ -167,6 +167,9 @@ tt.func @arith(%i8: i8, %i16: i16, %i32: i32, %i64: i64, %u8: u8, %u16: u16, %u3
   %56 = math.erf %55 : f32
   %57 = math.tanh %h : f16
   %58 = math.fma %56, %56, %f : f32
+  %59 = arith.mulhiui %u64, %u64 : u64
+  %60 = math.trunc %58 : f32
+  %61 = math.roundeven %60 : f32
   tt.return %14, %29 loc("arith.py":99:5)
 } loc("arith.py":1:1)
 )";

@@ -83,6 +83,10 @@ TEST(PassesFold, IntegersWrapAtTheirWidth) {
   EXPECT_EQ(foldInt(OpCode::MulI, {I(DType::I64, INT64_MAX), I(DType::I64, 2)}, DType::I64), -2);
   EXPECT_EQ(foldInt(OpCode::ShLI, {I(DType::I32, 1), I(DType::I32, 31)}, DType::I32), INT32_MIN);
   EXPECT_EQ(foldInt(OpCode::AbsI, {I(DType::I8, -128)}, DType::I8), -128);
+  // mulhiui reads both operands as unsigned, whatever the type's signedness.
+  EXPECT_EQ(foldInt(OpCode::MulHiUI, {I(DType::I32, -1), I(DType::I32, -1)}, DType::I32), -2);
+  EXPECT_EQ(foldInt(OpCode::MulHiUI, {I(DType::I32, 65536), I(DType::I32, 65536)}, DType::I32), 1);
+  EXPECT_EQ(foldInt(OpCode::MulHiUI, {I(DType::I64, -1), I(DType::I64, 2)}, DType::I64), 1);
   // u64 above INT64_MAX keeps its bits in the attribute.
   auto big = fold(OpCode::AddI, {I(DType::U64, INT64_MAX), I(DType::U64, 1)}, DType::U64);
   ASSERT_TRUE(big);

@@ -185,9 +185,16 @@ public:
   /// and other broadcast to ptr's shape; other is cast to the element type.
   Value *load(Value *ptr, Value *mask, std::optional<Operand> other);
   void store(Value *ptr, Operand value, Value *mask);
-  /// tl.atomic_add and friends; kind as in tt.atomic_rmw.
+  /// tl.atomic_add and friends; kind as in tt.atomic_rmw. sem ("acquire",
+  /// "release", "acq_rel", "relaxed") and scope ("gpu", "cta", "sys") become
+  /// the op's attributes when not empty; other values are user errors.
   Value *atomicRMW(const std::string &kind, Value *ptr, Operand val,
-                   Value *mask);
+                   Value *mask, const std::string &sem = "",
+                   const std::string &scope = "");
+  /// tl.atomic_cas(ptr, cmp, val): cmp and val broadcast to ptr's shape and
+  /// are cast to its element type (16, 32 or 64 bits).
+  Value *atomicCAS(Value *ptr, Operand cmp, Operand val,
+                   const std::string &sem = "", const std::string &scope = "");
 
   /// tl.sum / max / min / argmax / argmin / xor_sum over `axis` (all axes,
   /// flattening first, when nullopt). keepDims re-inserts the reduced dim.

@@ -112,7 +112,7 @@ std::string intBinary(Emitter &e, OpCode c, DType t, std::string a,
   bool signedOp = isSignedOp(c) ||
                   (isSigned(t) && !(c == OpCode::DivUI || c == OpCode::RemUI ||
                                     c == OpCode::ShRUI || c == OpCode::MaxUI ||
-                                    c == OpCode::MinUI));
+                                    c == OpCode::MinUI || c == OpCode::MulHiUI));
   a = prepareInt(e, t, a, signedOp);
   b = prepareInt(e, t, b, signedOp);
   RC rc = regClass(Type::scalar(t));
@@ -128,6 +128,17 @@ std::string intBinary(Emitter &e, OpCode c, DType t, std::string a,
     break;
   case OpCode::MulI:
     e.ins("mul.lo." + ty + ops);
+    break;
+  case OpCode::MulHiUI:
+    if (bitWidth(t) == 8) {
+      // 8-bit ints live zero-extended in 16 bits: the high byte of the
+      // 16-bit product.
+      std::string p = e.reg(rc);
+      e.ins("mul.lo.u16 " + p + ", " + a + ", " + b);
+      e.ins("shr.u16 " + d + ", " + p + ", 8");
+    } else {
+      e.ins("mul.hi." + intType(t, false) + ops);
+    }
     break;
   case OpCode::DivSI:
   case OpCode::DivUI:
@@ -372,6 +383,10 @@ std::string mathF32(Emitter &e, const Operation &op, OpCode c,
     return unaryF32(e, "cvt.rmi.f32.f32", a);
   case OpCode::Ceil:
     return unaryF32(e, "cvt.rpi.f32.f32", a);
+  case OpCode::Trunc:
+    return unaryF32(e, "cvt.rzi.f32.f32", a);
+  case OpCode::RoundEven:
+    return unaryF32(e, "cvt.rni.f32.f32", a);
   case OpCode::AbsF:
     return unaryF32(e, "abs.f32", a);
   case OpCode::Erf: {
@@ -465,6 +480,12 @@ std::string mathElement(Emitter &e, const Operation &op, DType t,
     return d;
   case OpCode::Ceil:
     e.ins("cvt.rpi.f64.f64 " + d + ", " + a);
+    return d;
+  case OpCode::Trunc:
+    e.ins("cvt.rzi.f64.f64 " + d + ", " + a);
+    return d;
+  case OpCode::RoundEven:
+    e.ins("cvt.rni.f64.f64 " + d + ", " + a);
     return d;
   case OpCode::AbsF:
     e.ins("abs.f64 " + d + ", " + a);

@@ -17,6 +17,10 @@ from .core import (PropagateNan, abs, arange, argmax, argmin, atomic_add, atomic
 from .standard import softmax, swizzle2d
 from .block import (advance, block_pointer, load_tensor_descriptor, make_block_ptr,
                     make_tensor_descriptor, store_tensor_descriptor, tensor_descriptor)
+from . import extra, random  # noqa: F401,E402
+from .core import assume, atomic_cas, umulhi  # noqa: E402
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: E402
+                     randint, randint4x, randn, randn4x, uint_to_uniform_float)
 
 __all__ = [
     "PropagateNan", "abs", "arange", "argmax", "argmin", "atomic_add", "atomic_and",
@@ -34,4 +38,9 @@ __all__ = [
     # block pointers and tensor descriptors (block.py)
     "advance", "block_pointer", "load_tensor_descriptor", "make_block_ptr",
     "make_tensor_descriptor", "store_tensor_descriptor", "tensor_descriptor",
+]
+__all__ += [
+    "assume", "atomic_cas", "extra", "pair_uniform_to_normal", "philox", "philox_impl", "rand",
+    "rand4x", "randint", "randint4x", "randn", "randn4x", "random", "uint_to_uniform_float",
+    "umulhi",
 ]

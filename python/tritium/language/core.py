@@ -84,6 +84,8 @@ _BITS = {"int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
          "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
          "fp8e4nv": 8, "fp8e5": 8, "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}
 _MANTISSA = {"fp8e4nv": 3, "fp8e5": 2, "fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+_EXPONENT_BIAS = {"fp8e4nv": 7, "fp8e5": 15, "fp16": 15, "bf16": 127, "fp32": 127,
+                  "fp64": 1023}
 
 
 class dtype:
@@ -92,9 +94,12 @@ class dtype:
     `str(tl.float32)` is Triton's short name "fp32"; `ir_name` is the IR's
     ("f32")."""
 
-    SINT_TYPES = _SINT
-    UINT_TYPES = _UINT
-    FP_TYPES = _FP
+    # Lists, as Triton's (tests concatenate them); only the dtypes tritium has.
+    SINT_TYPES = list(_SINT)
+    UINT_TYPES = list(_UINT)
+    FP_TYPES = list(_FP)
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
 
     def __init__(self, name):
         name = str(name)
@@ -149,6 +154,12 @@ class dtype:
     @property
     def fp_mantissa_width(self):
         return _MANTISSA.get(self.name, 0)
+
+    @property
+    def exponent_bias(self):
+        if self.name not in _EXPONENT_BIAS:
+            raise AttributeError(f"{self} is not a floating-point type: it has no exponent bias")
+        return _EXPONENT_BIAS[self.name]
 
     @property
     def int_signedness(self):
@@ -637,6 +648,9 @@ class tensor:
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
         return cast(self, dtype, fp_downcast_rounding=fp_downcast_rounding, bitcast=bitcast)
 
+    def cast(self, dtype, fp_downcast_rounding=None, bitcast=False):
+        return cast(self, dtype, fp_downcast_rounding=fp_downcast_rounding, bitcast=bitcast)
+
     @property
     def T(self):
         return trans(self)
@@ -886,10 +900,24 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="",
     _builder().store(_pointer(pointer, "tl.store"), _operand(value, "value"), _mask(mask))
 
 
+def _ordering(arg, what):
+    """sem / scope of an atomic: None (the default) or a string constexpr; the
+    builder checks the value (a located error names the allowed ones)."""
+    arg = _unwrap(arg)
+    if arg is None:
+        return ""
+    if not isinstance(arg, str):
+        raise TypeError(f"{what} must be a string constexpr, got {arg!r}")
+    return arg
+
+
 def _atomic(kind):
     def fn(pointer, val, mask=None, sem=None, scope=None):
-        return tensor(_builder().atomic_rmw(kind, _pointer(pointer, f"tl.atomic_{kind}"),
-                                            _operand(val, "val"), _mask(mask)))
+        name = f"tl.atomic_{kind}"
+        return tensor(_builder().atomic_rmw(kind, _pointer(pointer, name),
+                                            _operand(val, "val"), _mask(mask),
+                                            _ordering(sem, f"{name}'s sem"),
+                                            _ordering(scope, f"{name}'s scope")))
 
     fn.__name__ = f"atomic_{kind}"
     return builtin(fn)
@@ -902,6 +930,15 @@ atomic_xchg = _atomic("xchg")
 atomic_and = _atomic("and")
 atomic_or = _atomic("or")
 atomic_xor = _atomic("xor")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Where *pointer == cmp, stores val; returns the old value either way."""
+    return tensor(_builder().atomic_cas(_pointer(pointer, "tl.atomic_cas"),
+                                        _operand(cmp, "cmp"), _operand(val, "val"),
+                                        _ordering(sem, "tl.atomic_cas's sem"),
+                                        _ordering(scope, "tl.atomic_cas's scope")))
 
 
 @builtin
@@ -1126,6 +1163,15 @@ def debug_barrier():
 
 
 @builtin
+def assume(cond):
+    """A hint that cond holds; tritium's analyses do not use it yet, so it
+    builds nothing (a constant false condition is the user's mistake)."""
+    c = literal_value(cond)
+    if not isinstance(c, tensor) and not c:
+        raise ValueError("tl.assume: the condition is always false")
+
+
+@builtin
 def static_print(*values, sep=" ", end="\n", file=None, flush=False):
     print(*[_unwrap(v) for v in values], sep=sep, end=end, file=file, flush=flush)
 
@@ -1199,6 +1245,12 @@ ceil = _math_fn("ceil", "Ceiling, elementwise.")
 erf = _math_fn("erf", "Error function, elementwise.")
 tanh = _math_fn("tanh", "Hyperbolic tangent, elementwise.")
 sigmoid = _math_fn("sigmoid", "1 / (1 + exp(-x)), elementwise.")
+
+
+@builtin
+def umulhi(x, y):
+    """The high 32 (or 64) bits of the full product of x and y, read as unsigned."""
+    return tensor(_builder().binary("umulhi", _operand(x), _operand(y)))
 
 
 @builtin

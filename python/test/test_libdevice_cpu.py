@@ -1,0 +1,244 @@
+"""tl.extra.libdevice (and tl.extra.cuda.libdevice) on the CPU executor, against numpy in units in
+the last place: the exact functions (rounding, classification, sign, fmod, fmax/fmin) to 0 ulp,
+the composed transcendental ones to a few ulps, on fp32 and fp64 (fp16 through fp32)."""
+
+import numpy as np
+import pytest
+
+import tritium
+from harness import triton, tl, launch, poisoned
+from tritium.language.extra import libdevice
+from tritium.language.extra.cuda import libdevice as cuda_libdevice
+
+
+def ulps(actual, desired):
+    """|actual - desired| in ulps of actual's dtype (NaN against NaN is 0, NaN against a number
+    a huge distance)."""
+    dt = actual.dtype
+    it = {2: np.int16, 4: np.int32, 8: np.int64}[dt.itemsize]
+    with np.errstate(over="ignore"):
+        desired = desired.astype(dt)
+
+    def line(v):
+        i = v.view(it).astype(np.int64)
+        top = np.int64(1) << np.int64(dt.itemsize * 8 - 1)
+        return np.where(i < 0, -(i + top), i)
+
+    d = np.abs(line(actual) - line(desired)).astype(np.float64)
+    nan_a, nan_d = np.isnan(actual), np.isnan(desired)
+    d = np.where(nan_a & nan_d, 0, d)
+    return np.where(nan_a != nan_d, np.inf, d)
+
+
+@triton.jit
+def _unary_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m)
+    y = getattr(libdevice, FN)(x)
+    tl.store(out_ptr + i, y.to(out_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _binary_kernel(x_ptr, y_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    z = getattr(libdevice, FN)(tl.load(x_ptr + i, mask=m), tl.load(y_ptr + i, mask=m))
+    tl.store(out_ptr + i, z, mask=m)
+
+
+def _specials(dt):
+    return np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, -2.5, 1.0, -1.0,
+                     np.finfo(dt).tiny, np.finfo(dt).max, -np.finfo(dt).max], dtype=dt)
+
+
+def _run_unary(fn, x, out_dt=None):
+    out = poisoned(x.shape, out_dt or x.dtype)
+    launch(_unary_kernel, (triton.cdiv(x.size, 256),), x, out, x.size, FN=fn, BLOCK=256)
+    return out
+
+
+def _round_half_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+EXACT_UNARY = {
+    "trunc": np.trunc, "rint": np.rint, "nearbyint": np.rint, "round": _round_half_away,
+    "floor": np.floor, "ceil": np.ceil, "fabs": np.abs, "abs": np.abs,
+    "sqrt_rn": np.sqrt,
+}
+
+
+@pytest.mark.parametrize("fn", list(EXACT_UNARY))
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16], ids=lambda d: np.dtype(d).name)
+def test_exact_unary(fn, dt):
+    rng = np.random.default_rng(1)
+    x = np.concatenate([_specials(dt), (rng.integers(-300, 300, 100) + 0.5).astype(dt),
+                        (rng.standard_normal(400) * 50).astype(dt)]).astype(dt)
+    if fn == "sqrt_rn":
+        x = np.abs(x)
+    got = _run_unary(fn, x)
+    with np.errstate(invalid="ignore"):
+        ref = EXACT_UNARY[fn](x.astype(np.float64))
+    assert ulps(got, ref).max() == 0, x[ulps(got, ref) > 0][:8]
+
+
+@pytest.mark.parametrize("fn,ref", [
+    ("isnan", np.isnan), ("isinf", np.isinf), ("finitef", np.isfinite), ("isfinited", np.isfinite),
+    ("signbit", np.signbit)])
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16], ids=lambda d: np.dtype(d).name)
+def test_classification_returns_int32(fn, ref, dt):
+    x = np.concatenate([_specials(dt), -_specials(dt)]).astype(dt)
+    got = _run_unary(fn, x, np.int32)
+    np.testing.assert_array_equal(got, ref(x).astype(np.int32))
+
+
+@pytest.mark.parametrize("fn", ["llrint", "lrint", "llround", "lround"])
+def test_round_to_int64(fn):
+    rng = np.random.default_rng(2)
+    x = np.concatenate([np.array([0.5, 1.5, 2.5, -0.5, -1.5, 3e9, -3e9], np.float32),
+                        (rng.standard_normal(100) * 1e6).astype(np.float32)])
+    got = _run_unary(fn, x, np.int64)
+    ref = np.rint(x) if "rint" in fn else _round_half_away(x.astype(np.float64))
+    np.testing.assert_array_equal(got, ref.astype(np.int64))
+
+
+EXACT_BINARY = {"copysign": np.copysign, "fmax": np.fmax, "fmin": np.fmin, "fmod": np.fmod,
+                "div_rn": np.divide}
+
+
+@pytest.mark.parametrize("fn", list(EXACT_BINARY))
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_exact_binary(fn, dt):
+    rng = np.random.default_rng(3)
+    x = np.concatenate([_specials(dt), (rng.standard_normal(300) * 30).astype(dt)]).astype(dt)
+    y = np.concatenate([_specials(dt)[::-1], (rng.standard_normal(300) * 3).astype(dt)]).astype(dt)
+    out = poisoned(x.shape, dt)
+    launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN=fn, BLOCK=256)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref = EXACT_BINARY[fn](x, y)
+    bad = ulps(out, ref) > 0
+    if fn in ("fmax", "fmin"):
+        bad &= ~((out == 0) & (ref == 0))  # which zero C's fmax returns for (+0, -0) is open
+    assert not bad.any(), (x[bad][:4], y[bad][:4], out[bad][:4], ref[bad][:4])
+
+
+# Composed functions: (numpy reference, max ulps).
+def _wide(rng, n):
+    return np.concatenate([rng.standard_normal(n // 2) * 3, rng.standard_normal(n // 4) * 0.3,
+                           rng.uniform(-30, 30, n - n // 2 - n // 4)])
+
+
+COMPOSED = {
+    "hypot": (np.hypot, 2),
+    "cbrt": (np.cbrt, 3),
+    "sinh": (np.sinh, 3),
+    "cosh": (np.cosh, 2),
+    "expm1": (np.expm1, 3),
+    "log1p": (np.log1p, 3),
+    "atan": (np.arctan, 3),
+    "atan2": (np.arctan2, 3),
+    "asin": (np.arcsin, 4),
+    "acos": (np.arccos, 3),
+    "tan": (np.tan, 2),
+}
+
+
+def _inputs(fn, rng, dt):
+    n = 2000
+    if fn in ("asin", "acos"):
+        x = np.concatenate([rng.uniform(-1, 1, n), [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-6, 2.0]])
+    elif fn in ("log1p",):
+        x = np.concatenate([np.abs(_wide(rng, n)) * np.where(rng.random(n) < 0.3, -0.3, 1.0),
+                            [0.0, -0.0, 1e-6, -1e-6, 0.5, -0.5, 0.4999, -0.9999, -1.0, np.inf, 1e30]])
+    elif fn in ("sinh", "cosh", "expm1"):
+        x = np.concatenate([_wide(rng, n) / 3, [0.0, -0.0, 1e-6, 0.5, -0.5, 0.49999, 20.0, -20.0]])
+    elif fn == "tan":
+        x = np.concatenate([rng.uniform(-1.5, 1.5, n), [0.0, -0.0, 1e-6]])
+    else:
+        x = np.concatenate([_wide(rng, n), [0.0, -0.0, 1e-6, -1e-6, 1.0, -1.0, 1e30, -1e30, np.inf,
+                                            -np.inf, np.nan, 8.0, -27.0]])
+    return x.astype(dt)
+
+
+@pytest.mark.parametrize("fn", list(COMPOSED))
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_composed_within_ulps(fn, dt):
+    rng = np.random.default_rng(abs(hash(fn)) % 1000)
+    ref_fn, max_ulps = COMPOSED[fn]
+    x = _inputs(fn, rng, dt)
+    if fn in ("hypot", "atan2"):
+        y = _inputs(fn, np.random.default_rng(9), dt)[::-1].copy()
+        specials = np.array([[0.0, 0.0], [-0.0, 0.0], [0.0, -0.0], [-0.0, -0.0], [np.inf, np.inf],
+                             [-np.inf, np.inf], [np.inf, -np.inf], [1.0, -np.inf], [-1.0, -0.0],
+                             [np.nan, 1.0], [np.inf, np.nan]], dtype=dt)
+        x = np.concatenate([x, specials[:, 0]]).astype(dt)
+        y = np.concatenate([y, specials[:, 1]]).astype(dt)
+        out = poisoned(x.shape, dt)
+        launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN=fn, BLOCK=256)
+        with np.errstate(all="ignore"):
+            ref = ref_fn(x.astype(np.float64), y.astype(np.float64))
+        what = np.stack([x, y], 1)
+    else:
+        out = _run_unary(fn, x)
+        with np.errstate(all="ignore"):
+            ref = ref_fn(x.astype(np.float64))
+        what = x
+    # fp64 composes in fp64 ops: the same number of roundings, at fp64's ulp.
+    err = ulps(out, ref)
+    assert err.max() <= max_ulps, (fn, what[np.argsort(-err)][:4], out[np.argsort(-err)][:4],
+                                   err.max())
+
+
+@pytest.mark.parametrize("fn", ["cbrt", "atan", "log1p", "hypot"])
+def test_composed_fp16_rounds_once_from_fp32(fn):
+    rng = np.random.default_rng(4)
+    x = np.abs(rng.standard_normal(500)).astype(np.float16) + np.float16(0.01)
+    if fn == "hypot":
+        out = poisoned(x.shape, np.float16)
+        launch(_binary_kernel, (2,), x, x[::-1].copy(), out, x.size, FN=fn, BLOCK=256)
+        ref = np.hypot(x.astype(np.float64), x[::-1].astype(np.float64))
+    else:
+        out = _run_unary(fn, x)
+        ref = COMPOSED[fn][0](x.astype(np.float64))
+    assert ulps(out, ref).max() <= 1
+
+
+def test_module_paths():
+    assert cuda_libdevice.tanh is libdevice.tanh and cuda_libdevice.hypot is libdevice.hypot
+    assert tl.extra.libdevice is libdevice and tl.extra.cuda.libdevice is cuda_libdevice
+    # `import tritium as triton; triton.language.extra.libdevice.tanh(x)` in a kernel.
+    assert tritium.language.extra.libdevice is libdevice and libdevice.exp is tl.exp
+    assert set(libdevice.__all__) <= set(dir(cuda_libdevice))
+
+
+def _pow_inputs(rng, dt):
+    base = np.concatenate([rng.uniform(0, 4, 600), rng.uniform(-4, 0, 200), 10.0 ** rng.uniform(-30, 30, 200)])
+    expo = np.concatenate([rng.uniform(-20, 20, 600), rng.integers(-9, 9, 200).astype(np.float64),
+                           rng.uniform(-3, 3, 200)])
+    specials = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 2.0, -2.0, 0.5, 1e-30]
+    sx, sy = np.meshgrid(specials, specials + [3.0, -3.0, 0.5, -0.5, 1e-8])
+    with np.errstate(over="ignore"):
+        return (np.concatenate([base, sx.ravel()]).astype(dt),
+                np.concatenate([expo, sy.ravel()]).astype(dt))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16], ids=lambda d: np.dtype(d).name)
+def test_pow_within_an_ulp_with_c_special_cases(dt):
+    x, y = _pow_inputs(np.random.default_rng(8), dt)
+    out = poisoned(x.shape, dt)
+    launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN="pow", BLOCK=256)
+    with np.errstate(all="ignore"):
+        ref = np.power(x.astype(np.float64), y.astype(np.float64))
+    err = ulps(out, ref)
+    assert err.max() <= 1, (x[err > 1][:6], y[err > 1][:6], out[err > 1][:6], ref[err > 1][:6])
+
+
+def test_pow_fp64_relative_error():
+    x, y = _pow_inputs(np.random.default_rng(9), np.float64)
+    out = poisoned(x.shape, np.float64)
+    launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN="pow", BLOCK=256)
+    with np.errstate(all="ignore"):
+        ref = np.power(x, y)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)

@@ -1,0 +1,448 @@
+"""`tl.extra.libdevice` (also `tl.extra.cuda.libdevice`): the names of CUDA's libdevice that
+kernel libraries call, on tritium's own math ops.
+
+Triton binds these names to NVIDIA's bitcode library; tritium maps each onto its math ops
+(tritium.language.math), which have one meaning on the CPU executor and a PTX lowering on the
+GPU. Functions that libdevice computes exactly (rounding, classification, sign manipulation,
+fmod, fmax/fmin) are exact here too; the transcendental ones have the accuracy of the matching
+`tl.*` function (see lib/target/nvidia/emit_arith.cpp). The classification functions (isnan,
+isinf, signbit, ...) return int32 0/1, as libdevice's do.
+"""
+
+import functools
+import math as _pymath
+
+from .. import core
+from ..core import builtin
+
+__all__ = [
+    "abs", "acos", "asin", "atan", "atan2", "cbrt", "ceil", "copysign", "cos", "cosh", "div_rn",
+    "erf", "exp", "exp2", "expm1", "fabs", "fast_cosf", "fast_dividef", "fast_exp2f",
+    "fast_expf", "fast_log2f", "fast_logf", "fast_sinf", "fast_tanhf", "finitef", "floor",
+    "fma", "fmax", "fmin", "fmod", "hypot", "isfinited", "isinf", "isnan", "llrint", "llround",
+    "log", "log1p", "log2", "lrint", "lround", "nearbyint", "pow", "rcp_rn", "rint", "round",
+    "rsqrt", "signbit", "sin", "sinh", "sqrt", "sqrt_rn", "tan", "tanh", "trunc",
+]
+
+
+def _float_value(x, fn):
+    """x as a float tensor (ints compute in fp32, as libdevice's float entry points)."""
+    v = core._value(x, f"libdevice.{fn}'s argument")
+    t = core.tensor(v)
+    if t.dtype.is_ptr():
+        raise TypeError(f"libdevice.{fn} expects a number, got {t.type}")
+    if not t.dtype.is_floating():
+        t = t.to(core.float32)
+    return t
+
+
+_SAME_WIDTH_INT = {"fp8e4nv": core.int8, "fp8e5": core.int8, "fp16": core.int16,
+                   "bf16": core.int16, "fp32": core.int32, "fp64": core.int64}
+
+
+def _bits(x):
+    """The bits of a float tensor as a signed integer of its width."""
+    return x.to(_SAME_WIDTH_INT[x.dtype.name], bitcast=True)
+
+
+def _as_int32(cond):
+    return cond.to(core.int32)
+
+
+# -- the same functions as tl.* ------------------------------------------------------------
+
+abs = core.abs
+fabs = core.abs
+ceil = core.ceil
+floor = core.floor
+cos = core.cos
+sin = core.sin
+erf = core.erf
+exp = core.exp
+exp2 = core.exp2
+log = core.log
+log2 = core.log2
+rsqrt = core.rsqrt
+sqrt = core.sqrt
+sqrt_rn = core.sqrt_rn
+tanh = core.tanh
+fma = core.fma
+div_rn = core.div_rn
+
+# libdevice's __nv_fast_* are its approximate forms: tritium's tl.* math already lowers to
+# the hardware approximations (ex2/lg2/sin/cos.approx), so they are the same functions.
+fast_expf = core.exp
+fast_exp2f = core.exp2
+fast_logf = core.log
+fast_log2f = core.log2
+fast_sinf = core.sin
+fast_cosf = core.cos
+fast_tanhf = core.tanh
+
+
+@builtin
+def fast_dividef(x, y):
+    """x / y, approximate (tritium's `/` on fp32)."""
+    return core.tensor(core._builder().binary("truediv", core._operand(x), core._operand(y)))
+
+
+@builtin
+def rcp_rn(x):
+    """1 / x rounded to nearest."""
+    return core.div_rn(1.0, _float_value(x, "rcp_rn"))
+
+
+# -- rounding (exact) ---------------------------------------------------------------------
+
+
+@builtin
+def trunc(x):
+    """Rounds toward zero."""
+    return core.tensor(core._builder().math("trunc", core._operand(x)))
+
+
+@builtin
+def rint(x):
+    """Rounds to the nearest integer, ties to even."""
+    return core.tensor(core._builder().math("rint", core._operand(x)))
+
+
+nearbyint = rint
+
+
+@builtin
+def round(x):
+    """Rounds to the nearest integer, ties away from zero (C's round)."""
+    x = _float_value(x, "round")
+    t = trunc(x)
+    # x - t is exact (|x - t| < 1 and both share x's exponent range); half or more rounds
+    # away from zero.
+    away = core.abs(x - t) >= 0.5
+    return core.where(away, t + copysign(1.0, x).to(x.dtype), t)
+
+
+@builtin
+def llrint(x):
+    """rint(x) as an int64."""
+    return rint(_float_value(x, "llrint")).to(core.int64)
+
+
+lrint = llrint
+
+
+@builtin
+def llround(x):
+    """round(x) as an int64."""
+    return round(x).to(core.int64)
+
+
+lround = llround
+
+
+# -- classification and sign (exact) -------------------------------------------------------
+
+
+@builtin
+def isnan(x):
+    """1 where x is NaN, else 0 (int32)."""
+    x = _float_value(x, "isnan")
+    return _as_int32(x != x)
+
+
+@builtin
+def isinf(x):
+    """1 where x is +-inf, else 0 (int32)."""
+    x = _float_value(x, "isinf")
+    return _as_int32(core.abs(x) == float("inf"))
+
+
+@builtin
+def finitef(x):
+    """1 where x is neither NaN nor +-inf, else 0 (int32)."""
+    x = _float_value(x, "finitef")
+    return _as_int32(core.abs(x) < float("inf"))
+
+
+isfinited = finitef
+
+
+@builtin
+def signbit(x):
+    """1 where x's sign bit is set (also -0.0 and negative NaNs), else 0 (int32)."""
+    x = _float_value(x, "signbit")
+    return _as_int32(_bits(x) < 0)
+
+
+@builtin
+def copysign(x, y):
+    """|x| with the sign of y (in x's type)."""
+    x = _float_value(x, "copysign")
+    y = _float_value(y, "copysign").to(x.dtype)
+    it = _SAME_WIDTH_INT[x.dtype.name]
+    sign = core.full([], -(1 << (it.primitive_bitwidth - 1)), it)
+    bits = (_bits(x) & ~sign) | (_bits(y) & sign)
+    return bits.to(x.dtype, bitcast=True)
+
+
+# -- min, max, remainder (exact) -------------------------------------------------------------
+
+
+@builtin
+def fmax(x, y):
+    """The larger of x and y; a NaN operand gives the other one (C's fmax)."""
+    return core.maximum(x, y, propagate_nan=core.PropagateNan.NONE)
+
+
+@builtin
+def fmin(x, y):
+    """The smaller of x and y; a NaN operand gives the other one (C's fmin)."""
+    return core.minimum(x, y, propagate_nan=core.PropagateNan.NONE)
+
+
+@builtin
+def fmod(x, y):
+    """C's fmod: x - trunc(x / y) * y, with the sign of x."""
+    x = _float_value(x, "fmod")
+    return x % _float_value(y, "fmod")
+
+
+# -- transcendental functions composed of tl math ----------------------------------------------
+# Each keeps its error within a few ulps of the exact result on the CPU executor (whose math ops
+# round the exact value once); on the GPU it inherits the accuracy of tl.exp / tl.log / tl.sin /
+# tl.cos there (the hardware approximations). Small arguments use series where the plain
+# formula would cancel.
+
+
+def _fp64(x):
+    return x.dtype == core.float64
+
+
+def _horner(x, coeffs):
+    acc = coeffs[-1]
+    for c in reversed(coeffs[:-1]):
+        acc = acc * x + c
+    return acc
+
+
+_INF = float("inf")
+
+
+def _in_fp32(fn):
+    """fp16/bf16/fp8 arguments compute in fp32 and the result rounds back once (the constants
+    and intermediate steps would lose their accuracy in a 16-bit type); ints compute in fp32."""
+    @functools.wraps(fn)
+    def wrapper(*args):
+        vals = [_float_value(a, fn.__name__) for a in args]
+        out = vals[0].dtype
+        for v in vals[1:]:
+            if v.dtype.primitive_bitwidth > out.primitive_bitwidth:
+                out = v.dtype
+        wide = core.float64 if out == core.float64 else core.float32
+        return fn(*[v.to(wide) for v in vals]).to(out)
+
+    return wrapper
+
+
+@builtin
+@_in_fp32
+def hypot(x, y):
+    """sqrt(x^2 + y^2) without overflow or underflow in between; inf if either is inf."""
+    ax, ay = core.abs(_float_value(x, "hypot")), core.abs(_float_value(y, "hypot"))
+    big = core.maximum(ax, ay, propagate_nan=core.PropagateNan.ALL)
+    small = core.minimum(ax, ay, propagate_nan=core.PropagateNan.ALL)
+    q = core.div_rn(small, core.where(big == 0, 1.0, big).to(big.dtype))
+    r = big * core.sqrt_rn(q * q + 1.0)
+    r = core.where(big == 0, 0.0, r).to(big.dtype)
+    return core.where((ax == _INF) | (ay == _INF), _INF, r).to(big.dtype)
+
+
+@builtin
+@_in_fp32
+def cbrt(x):
+    """The real cube root: an exp2/log2 estimate and one Newton step."""
+    x = _float_value(x, "cbrt")
+    a = core.abs(x)
+    y = core.exp2(core.log2(a) * (1.0 / 3.0))
+    # Newton steps (one from fp32's start, two for fp64), each residual y^3 - a in one
+    # rounding (fma), or the step would add an ulp of its own.
+    for _ in range(2 if _fp64(x) else 1):
+        y2 = y * y
+        y = y - core.div_rn(core.fma(y2, y, -a), 3.0 * y2)
+    y = core.where((a == 0) | (a == _INF) | (a != a), a, y)
+    return copysign(y, x)
+
+
+@builtin
+@_in_fp32
+def sinh(x):
+    x = _float_value(x, "sinh")
+    a = core.abs(x)
+    x2 = x * x
+    terms = 9 if _fp64(x) else 5
+    series = x * _horner(x2, [1.0 / _pymath.factorial(2 * k + 1) for k in range(terms)])
+    e = core.exp(a)
+    big = copysign(0.5 * (e - core.div_rn(1.0, e)), x)
+    return core.where(a < 0.5, series, big)
+
+
+@builtin
+@_in_fp32
+def cosh(x):
+    x = _float_value(x, "cosh")
+    e = core.exp(core.abs(x))
+    return 0.5 * (e + core.div_rn(1.0, e))
+
+
+@builtin
+@_in_fp32
+def expm1(x):
+    """exp(x) - 1, accurate near 0 (a Taylor series below |x| = 0.5)."""
+    x = _float_value(x, "expm1")
+    terms = 17 if _fp64(x) else 10
+    series = x * _horner(x, [1.0 / _pymath.factorial(k + 1) for k in range(terms)])
+    return core.where(core.abs(x) < 0.5, series, core.exp(x) - 1.0)
+
+
+@builtin
+@_in_fp32
+def log1p(x):
+    """log(1 + x), accurate near 0: 2 atanh(x / (2 + x)) as a series below |x| = 0.5, else
+    log(u) * x / (u - 1) with u = 1 + x (which cancels the rounding of u)."""
+    x = _float_value(x, "log1p")
+    s = core.div_rn(x, x + 2.0)
+    s2 = s * s
+    terms = 18 if _fp64(x) else 8
+    series = 2.0 * s * _horner(s2, [1.0 / (2 * k + 1) for k in range(terms)])
+    u = x + 1.0
+    big = core.log(u) * core.div_rn(x, core.where(u == 1.0, 1.0, u - 1.0).to(u.dtype))
+    big = core.where(x == _INF, _INF, big).to(x.dtype)
+    return core.where(core.abs(x) < 0.5, series, big)
+
+
+_PI = 3.141592653589793
+_TAN_PI_12 = 0.2679491924311227
+_SQRT3 = 1.7320508075688772
+
+
+def _atan_reduced(a):
+    """atan(a) for a in [0, 1]: a > tan(pi/12) moves to pi/6 + atan((a sqrt3 - 1) / (a + sqrt3));
+    then the odd series to t^15 (|t| <= tan(pi/12))."""
+    shifted = a > _TAN_PI_12
+    t = core.where(shifted, core.div_rn(a * _SQRT3 - 1.0, a + _SQRT3), a)
+    t2 = t * t
+    terms = 15 if _fp64(a) else 8
+    s = t * _horner(t2, [(-1.0) ** k / (2 * k + 1) for k in range(terms)])
+    return core.where(shifted, s + _PI / 6, s)
+
+
+@builtin
+@_in_fp32
+def atan(x):
+    x = _float_value(x, "atan")
+    a = core.abs(x)
+    inv = a > 1.0
+    r = _atan_reduced(core.where(inv, core.div_rn(1.0, a), a))
+    r = core.where(inv, _PI / 2 - r, r)
+    return copysign(r, x)
+
+
+@builtin
+@_in_fp32
+def atan2(y, x):
+    """The angle of (x, y) in [-pi, pi], with C's answers for zeros and infinities."""
+    y = _float_value(y, "atan2")
+    x = _float_value(x, "atan2").to(y.dtype)
+    ax, ay = core.abs(x), core.abs(y)
+    # The first-quadrant angle of (|x|, |y|) from the smaller ratio (both infinite: pi/4).
+    swap = ay > ax
+    num = core.where(swap, ax, ay)
+    den = core.where(swap, ay, ax)
+    ratio = core.div_rn(num, core.where(den == 0, 1.0, den).to(den.dtype))
+    ratio = core.where((ax == _INF) & (ay == _INF), 1.0, ratio).to(y.dtype)
+    theta = _atan_reduced(ratio)
+    theta = core.where(swap, _PI / 2 - theta, theta)
+    # x < 0 (also -0.0) reflects the angle to pi - theta.
+    theta = core.where(signbit(x) != 0, _PI - theta, theta)
+    theta = core.where((x != x) | (y != y), x + y, theta)
+    return copysign(theta, y)
+
+
+@builtin
+@_in_fp32
+def asin(x):
+    x = _float_value(x, "asin")
+    return atan2(x, core.sqrt_rn((1.0 - x) * (1.0 + x)))
+
+
+@builtin
+@_in_fp32
+def acos(x):
+    x = _float_value(x, "acos")
+    return atan2(core.sqrt_rn((1.0 - x) * (1.0 + x)), x)
+
+
+@builtin
+@_in_fp32
+def tan(x):
+    x = _float_value(x, "tan")
+    return core.div_rn(core.sin(x), core.cos(x))
+
+
+_LOG2E = 1.4426950408889634
+_LN2 = 0.6931471805599453
+_SQRT2 = 1.4142135623730951
+
+
+def _exp2_fp64(t, terms):
+    """2^t for fp64 t: 2^n (n = rint(t)) times exp(f ln 2) (|f| <= 1/2) as a Taylor series.
+    2^n is two factors built from exponent bits (|n| up to 2046 covers fp64's range, overflow
+    to inf and underflow through the subnormals)."""
+    t = core.minimum(core.maximum(t, -2046.0), 2046.0)
+    n = rint(t)
+    f = (t - n) * _LN2
+    p = _horner(f, [1.0 / _pymath.factorial(k) for k in range(terms)])
+    n = n.to(core.int64)
+    half = n >> 1
+    two_half = ((half + 1023) << 52).to(core.float64, bitcast=True)
+    two_rest = ((n - half + 1023) << 52).to(core.float64, bitcast=True)
+    return p * two_half * two_rest
+
+
+def _log2_fp64(ax, terms):
+    """log2 of a positive, finite, normal fp64: exponent e and mantissa m in [sqrt(1/2), sqrt(2)),
+    log(m) = 2 atanh((m - 1) / (m + 1)) as a series."""
+    bits = ax.to(core.int64, bitcast=True)
+    e = (bits >> 52) - 1023
+    m = ((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000).to(core.float64, bitcast=True)
+    big = m > _SQRT2
+    m = core.where(big, m * 0.5, m)
+    e = core.where(big, e + 1, e)
+    s = core.div_rn(m - 1.0, m + 1.0)
+    ln_m = 2.0 * s * _horner(s * s, [1.0 / (2 * k + 1) for k in range(terms)])
+    return e.to(core.float64) + ln_m * _LOG2E
+
+
+@builtin
+def pow(x, y):
+    """x ** y with C's special cases. fp32 (and narrower) arguments compute in fp64 arithmetic
+    (exact rounding on the executor and the GPU alike), so the fp32 result is within an ulp;
+    fp64 arguments get the same algorithm in fp64 (relative error about 1e-13)."""
+    x = _float_value(x, "pow")
+    y = _float_value(y, "pow")
+    out = x.dtype if x.dtype.primitive_bitwidth >= y.dtype.primitive_bitwidth else y.dtype
+    wide64 = out == core.float64
+    x, y = x.to(core.float64), y.to(core.float64)
+    ax = core.abs(x)
+    r = _exp2_fp64(y * _log2_fp64(ax, 14 if wide64 else 8), 18 if wide64 else 12)
+    # |x| = 0 or inf: 0 or inf by the sign of y (a finite log would mislead for tiny y).
+    r = core.where(ax == 0, core.where(y > 0, 0.0, _INF), r)
+    r = core.where(ax == _INF, core.where(y > 0, _INF, 0.0), r)
+    y_int = trunc(y) == y
+    y_odd = y_int & (core.abs(y) < 9007199254740992.0) & (y % 2.0 != 0)
+    r = core.where((signbit(x) != 0) & y_odd, -r, r)
+    r = core.where((x < 0) & (ax != _INF) & ~y_int, float("nan"), r)
+    r = core.where((x != x) | (y != y), float("nan"), r)
+    # pow(+-1, +-inf) = 1, pow(1, y) = 1 and pow(x, +-0) = 1, NaN or not.
+    r = core.where((ax == 1) & (core.abs(y) == _INF), 1.0, r)
+    r = core.where((x == 1) | (y == 0), 1.0, r)
+    return r.to(out)
