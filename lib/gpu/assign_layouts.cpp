@@ -285,6 +285,20 @@ struct Assigner {
     return perThreadAlong(l, shape, d) < b->sizePerThread[d];
   }
 
+  /// Would layout l make threads of group g hold copies of each other's
+  /// elements where its own coalesced layout does not? A matmul's A tile
+  /// (128 x 64) derived from C's 128-wide layout through the row offsets
+  /// leaves half the lanes holding copies, and each copy is one more
+  /// global load (24 cp.async per thread instead of 16).
+  bool copies(const Group &g, const GPULayout *l) {
+    const auto &shape = g.members.front()->type()->shape();
+    auto dup = [&](const GPULayout *x) {
+      LinearLayout ll = x->toLinear(shape);
+      return ll.zeroBasesMask(kLane) != 0 || ll.zeroBasesMask(kWarp) != 0;
+    };
+    return dup(l) && !dup(coalesced(g));
+  }
+
   static int log2Floor(int64_t v) {
     int n = 0;
     while ((int64_t(2) << n) <= v)
@@ -367,7 +381,7 @@ struct Assigner {
           // neighbour's layout only if its accesses stay as wide (a matmul's
           // A tile must not inherit the 128-wide store layout of C through
           // the row offsets they share).
-          if (!next->anchors.empty() && narrower(*next, l))
+          if (!next->anchors.empty() && (narrower(*next, l) || copies(*next, l)))
             continue;
           next->layout = l;
           queue.push_back(next);
