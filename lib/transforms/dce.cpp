@@ -70,13 +70,15 @@ int64_t removeUnreachableFunctions(Module &m) {
 
 /// Ops the sweep may erase when they are not live.
 bool isRemovable(const Operation *op) {
-  if (op->code() == OpCode::For || op->code() == OpCode::If)
+  if (op->code() == OpCode::For || op->code() == OpCode::If ||
+      op->code() == OpCode::ReduceCombine || op->code() == OpCode::Scan)
     return true;
   return op->hasTrait(PURE) && op->numRegions() == 0;
 }
 
 bool isRoot(const Operation *op) {
-  if (op->code() == OpCode::Yield || op->code() == OpCode::Condition)
+  if (op->code() == OpCode::Yield || op->code() == OpCode::Condition ||
+      op->code() == OpCode::CombineReturn)
     return false; // live through their parent's results
   return !isRemovable(op);
 }
@@ -125,6 +127,13 @@ private:
           for (auto &b : op->region(r).blocks())
             if (Operation *t = b->terminator())
               markOp(t);
+        break;
+      case OpCode::ReduceCombine:
+      case OpCode::Scan:
+        // Whole or not at all: the combine computes every result together.
+        for (Value *v : op->operands())
+          markValue(v);
+        markOp(op->region(0).front().terminator());
         break;
       default:
         for (Value *v : op->operands())
