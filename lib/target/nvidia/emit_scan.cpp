@@ -31,6 +31,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <tuple>
 
 namespace tritium::nvidia {
 
@@ -75,8 +77,14 @@ public:
         out.push_back(x[i]);
         continue;
       }
+      auto key = std::make_tuple(p, x[i], y[i]);
+      if (auto it = selected_.find(key); it != selected_.end()) {
+        out.push_back(it->second);
+        continue;
+      }
       RC rc = regClass(elems_[i]);
       std::string d = e_.reg(rc);
+      selected_[key] = d;
       if (rc == RC::Pred) {
         std::string t = e_.reg(RC::Pred), f = e_.reg(RC::Pred),
                     np = e_.reg(RC::Pred);
@@ -201,6 +209,8 @@ private:
   std::vector<const Type *> elems_;
   std::map<Vals, Vals> memo_;
   std::map<std::pair<std::string, int>, std::string> shuffled_;
+  std::map<std::tuple<std::string, std::string, std::string>, std::string>
+      selected_;
 };
 
 /// Where bit k of the axis coordinate comes from.
