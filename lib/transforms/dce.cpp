@@ -10,7 +10,8 @@
 //     region live. Loop-carried values are tracked one by one: iter i of an
 //     scf.for is live when its result or its block argument is, and only
 //     then are its init and its yielded value live; result i of an scf.if
-//     makes the i-th yielded value of both branches live.
+//     makes the i-th yielded value of both branches live. tt.scan and
+//     tt.reduce_combine live or die whole, with their combine region.
 //  3. Sweep: drop the dead iter values and results of live scf.for/scf.if,
 //     then erase dead pure ops and dead scf.for/scf.if (users first), then
 //     the block arguments of the dropped iter values.

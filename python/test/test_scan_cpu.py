@@ -142,3 +142,60 @@ def test_tensor_methods():
     _check(s, np.cumsum(x))
     _check(p, np.cumprod(x))
     _check(r, np.full(32, x.max(), np.float32))
+
+
+# ----------------------------------------------------------------------------------------------
+# user errors: located at the call, with the reason
+
+
+import inspect  # noqa: E402
+import sys  # noqa: E402
+
+from harness import triton, tl  # noqa: E402
+
+
+@triton.jit
+def _two_values(a, b):
+    return a + b, a - b
+
+
+@triton.jit
+def _to_float(a, b):
+    return (a + b).to(tl.float32)
+
+
+@triton.jit
+def _bad_combine_kernel(x_ptr, WHICH: tl.constexpr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)
+    if WHICH == 0:
+        y = tl.associative_scan(x, 0, _two_values)  # ERR arity
+    elif WHICH == 1:
+        y = tl.reduce(x, 0, _to_float)  # ERR type
+    elif WHICH == 2:
+        y = tl.cumsum(x, axis=1)  # ERR axis
+    else:
+        y = tl.associative_scan(x, 0, tl.maximum)  # ERR notjit
+    tl.store(x_ptr + offs, y)
+
+
+def _line_of(marker):
+    src = inspect.getsource(sys.modules[__name__]).splitlines()
+    return next(i + 1 for i, t in enumerate(src) if t.rstrip().endswith(f"# ERR {marker}"))
+
+
+@pytest.mark.parametrize("which,marker,pattern", [
+    (0, "arity", r"combine function must return 1 value \(i32\), got 2"),
+    (1, "type", r"combine function must return \(i32\).*got \(fp32\)|got \(f32\)"),
+    (2, "axis", r"invalid axis 1"),
+    (3, "notjit", r"combine_fn must be a @jit function"),
+])
+def test_combine_errors_are_located(which, marker, pattern):
+    import re
+    x = np.zeros(16, np.int32)
+    with pytest.raises(tritium.CompilationError) as info:
+        _bad_combine_kernel[(1,)](x, WHICH=which)
+    e = info.value
+    assert e.line == _line_of(marker), str(e)
+    assert re.search(pattern, str(e)), str(e)
+    assert "^" in str(e)
