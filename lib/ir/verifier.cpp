@@ -1099,6 +1099,14 @@ private:
                    joinTypes(want));
     verifyBlock(*body, OpCode::CombineReturn, &op, 0);
     checkYield(terminatorOf(*body), elems, scan ? "tt.scan" : "tt.reduce_combine");
+    // The combine runs once per pair of elements: on scalars only (the
+    // lowerings emit it per element).
+    for (const auto &inner : body->ops())
+      for (unsigned i = 0; i < inner->numResults(); ++i)
+        if (inner->result(i)->type()->isTensor())
+          fail(*inner, "is in a combine region, which computes on scalars, "
+                       "but its result is " +
+                           typeText(inner->result(i)->type()));
   }
 
   void verifyIf(const Operation &op) {
