@@ -165,3 +165,18 @@ def out_dims(shape):
     """OA, OB, OC, ORANK of a result shape."""
     s = list(shape) + [1] * (3 - len(shape))
     return dict(OA=s[0], OB=s[1], OC=s[2], ORANK=len(shape))
+
+
+@triton.jit
+def sort_flip_kernel(x_ptr, y_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
+                     RANK: tl.constexpr, OP: tl.constexpr, DIM: tl.constexpr,
+                     DESCENDING: tl.constexpr):
+    offs = _offsets(A, B, C, RANK)
+    x = tl.load(x_ptr + offs)
+    if OP == "sort":
+        y = tl.sort(x, descending=DESCENDING)
+    elif OP == "sort_method":
+        y = x.sort(DIM, DESCENDING)
+    else:
+        y = tl.flip(x, DIM)
+    tl.store(y_ptr + offs, y)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 from _scan_kernels import (  # noqa: E402
     SHAPES, argmax_reduce_kernel, cumsum_dtype_kernel, linear_recurrence_kernel, out_dims,
-    reduce_kernel, scan_kernel, scan_ref,
+    reduce_kernel, scan_kernel, scan_ref, sort_flip_kernel,
 )
 
 DEV = "cuda"
@@ -114,3 +114,26 @@ def test_cumsum_promotes_int8_and_bool():
     y = poisoned((64,), torch.int32)
     cumsum_dtype_kernel[(1,)](x, y, N=64)
     assert torch.equal(y.cpu(), torch.cumsum(x.cpu().to(torch.int32), 0).to(torch.int32))
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.parametrize("shape", [(128,), (16, 32), (4, 8, 16)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8], ids=str)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort(shape, dtype, descending, num_warps):
+    x = (torch.randn(shape, device=DEV) * 30).to(dtype)
+    y = poisoned(shape, dtype)
+    sort_flip_kernel[(1,)](x, y, OP="sort", DIM=len(shape) - 1, DESCENDING=descending,
+                           num_warps=num_warps, **_dims(shape))
+    assert torch.equal(y, torch.sort(x, dim=-1, descending=descending).values)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.parametrize("shape,dim", [((128,), 0), ((16, 32), 0), ((16, 32), 1), ((4, 8, 16), 1)],
+                         ids=str)
+def test_flip(shape, dim, num_warps):
+    x = torch.randn(shape, device=DEV)
+    y = poisoned(shape, torch.float32)
+    sort_flip_kernel[(1,)](x, y, OP="flip", DIM=dim, DESCENDING=False, num_warps=num_warps,
+                           **_dims(shape))
+    assert torch.equal(y, torch.flip(x, [dim]))

@@ -199,3 +199,44 @@ def test_combine_errors_are_located(which, marker, pattern):
     assert e.line == _line_of(marker), str(e)
     assert re.search(pattern, str(e)), str(e)
     assert "^" in str(e)
+
+
+# ----------------------------------------------------------------------------------------------
+# tl.sort and tl.flip (built from the combine reduction)
+
+
+@pytest.mark.parametrize("shape", [(2,), (128,), (16, 32), (4, 8, 16)], ids=str)
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.float16, np.float32],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort(shape, dtype, descending):
+    from _scan_kernels import sort_flip_kernel
+    rng = np.random.default_rng(5)
+    x = rand(rng, shape, dtype, lo=0 if np.dtype(dtype).kind == "u" else -40, hi=40)
+    out = poisoned(shape, dtype)
+    launch(sort_flip_kernel, (1,), x, out, *_dims(shape), RANK=len(shape), OP="sort",
+           DIM=len(shape) - 1, DESCENDING=descending)
+    ref = np.sort(x, axis=-1)
+    np.testing.assert_array_equal(out, np.flip(ref, -1) if descending else ref)
+
+
+@pytest.mark.parametrize("shape,dim", [((128,), 0), ((16, 32), 1), ((16, 32), 0), ((4, 8, 16), 1),
+                                       ((4, 8, 16), -1), ((8, 1), 1)], ids=str)
+def test_flip(shape, dim):
+    from _scan_kernels import sort_flip_kernel
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 7.5
+    out = poisoned(shape, np.float32)
+    launch(sort_flip_kernel, (1,), x, out, *_dims(shape), RANK=len(shape), OP="flip", DIM=dim,
+           DESCENDING=False)
+    np.testing.assert_array_equal(out, np.flip(x, dim))
+
+
+def test_sort_method_and_errors():
+    from _scan_kernels import sort_flip_kernel
+    x = np.random.default_rng(6).standard_normal((8, 16)).astype(np.float32)
+    out = poisoned((8, 16), np.float32)
+    launch(sort_flip_kernel, (1,), x, out, 8, 16, 1, RANK=2, OP="sort_method", DIM=1,
+           DESCENDING=True)
+    np.testing.assert_array_equal(out, -np.sort(-x, axis=1))
+    with pytest.raises(tritium.CompilationError, match="only supports sorting along the last"):
+        sort_flip_kernel[(1,)](x, out, 8, 16, 1, RANK=2, OP="sort_method", DIM=0, DESCENDING=True)

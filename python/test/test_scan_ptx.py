@@ -80,3 +80,17 @@ def test_reduce_ptx_assembles(shape, axis, num_warps, tmp_path):
         _assemble(argmax_reduce_kernel, {"x_ptr": "*fp32", "v_ptr": "*fp32", "i_ptr": "*i32"},
                   dict(_dims(shape), AXIS=axis, STRIDE=stride, SIZE=shape[axis],
                        **out_dims(np.shape(ref))), num_warps, tmp_path)
+
+
+SORT_CASES = [((128,), "sort", 0), ((16, 32), "sort", 1), ((4, 8, 16), "sort", 2),
+              ((128,), "flip", 0), ((16, 32), "flip", 0), ((16, 32), "flip", 1),
+              ((4, 8, 16), "flip", 1)]
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.parametrize("shape,op,dim", SORT_CASES, ids=str)
+@pytest.mark.parametrize("dtype", ["fp32", "i8"])
+def test_sort_flip_ptx_assembles(shape, op, dim, dtype, num_warps, tmp_path):
+    from _scan_kernels import sort_flip_kernel
+    _assemble(sort_flip_kernel, {"x_ptr": "*" + dtype, "y_ptr": "*" + dtype},
+              dict(_dims(shape), OP=op, DIM=dim, DESCENDING=dim == 0), num_warps, tmp_path)

@@ -15,10 +15,10 @@ from .core import (PropagateNan, abs, arange, argmax, argmin, atomic_add, atomic
                    trans, uint8, uint16, uint32, uint64, view, void, where, xor_sum, zeros,
                    zeros_like)
 from .standard import softmax, swizzle2d
-from .combine import associative_scan, cumprod, cumsum, reduce
+from .combine import associative_scan, cumprod, cumsum, flip, reduce, sort
 
 __all__ = [
-    "PropagateNan", "abs", "arange", "associative_scan", "cumprod", "cumsum", "reduce", "argmax", "argmin", "atomic_add", "atomic_and",
+    "PropagateNan", "abs", "arange", "associative_scan", "cumprod", "cumsum", "flip", "reduce", "sort", "argmax", "argmin", "atomic_add", "atomic_and",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16",
     "block_type", "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr",
     "cos", "debug_barrier", "device_assert", "device_print", "div_rn", "dot", "dtype", "erf",

@@ -168,3 +168,104 @@ tensor.reduce = _reduce_method
 tensor.associative_scan = _associative_scan_method
 tensor.cumsum = _cumsum_method
 tensor.cumprod = _cumprod_method
+
+
+# ---------------------------------------------------------------------------
+# tl.flip and tl.sort: built from reshapes, picks and selects
+# ---------------------------------------------------------------------------
+# A dim of size n = 2^L is reshaped into L dims of size 2 (the bits of the
+# index, most significant first). Picking one half of a size-2 dim is a
+# reduction whose combine returns its first (or last) argument: exact for
+# every dtype (no arithmetic), and lowered like any tl.reduce.
+
+
+def _pick(y, axis, which):
+    """The elements of y at index `which` (0 or 1) of its size-2 dim `axis`
+    (kept, of size 1)."""
+    b = _builder()
+    block = _combine_block([y.handle], "tl.flip",
+                           lambda lhs, rhs: rhs[0] if which else lhs[0])
+    return tensor(b.reduce_combine([y.handle], axis, True, block)[0])
+
+
+def _bit(rank, axis):
+    """0/1 along dim `axis` of a rank-`rank` block (size 2 there, 1 elsewhere)."""
+    shape = [1] * rank
+    shape[axis] = 2
+    return core.reshape(core.arange(0, 2), shape)
+
+
+def _split_bits(x, dim, what):
+    shape = [int(_unwrap(s)) for s in x.shape]
+    n = shape[dim]
+    levels = n.bit_length() - 1
+    if n != 1 << levels:
+        raise ValueError(f"{what} needs a power-of-two dimension, got {n}")
+    return shape, levels, core.reshape(x, shape[:dim] + [2] * levels + shape[dim + 1:])
+
+
+def _dim(x, dim, what):
+    rank = len(x.shape)
+    d = rank - 1 if _unwrap(dim) is None else int(_unwrap(dim))
+    if not -rank <= d < rank:
+        raise ValueError(f"invalid dim {d} for {what} of a {rank}-D tensor")
+    return d % rank
+
+
+@builtin
+def flip(x, dim=None):
+    """x reversed along `dim` (the last dim when None)."""
+    x = _unwrap(x)
+    d = _dim(x, dim, "tl.flip")
+    shape, levels, y = _split_bits(x, d, "tl.flip")
+    if levels == 0:
+        return x
+    rank = len(y.shape)
+    for a in range(d, d + levels):
+        lo, hi = _pick(y, a, 0), _pick(y, a, 1)
+        y = core.where(_bit(rank, a) == 0, hi, lo)
+    return core.reshape(y, shape)
+
+
+@builtin
+def sort(x, dim=None, descending=False):
+    """x sorted along `dim` (only the last dim, as in Triton), ascending
+    unless `descending`: a bitonic network of compare-and-swap steps."""
+    x = _unwrap(x)
+    rank0 = len(x.shape)
+    d = _dim(x, dim, "tl.sort")
+    if d != rank0 - 1:
+        raise ValueError("tl.sort only supports sorting along the last dimension")
+    desc = bool(_unwrap(descending))
+    shape, levels, y = _split_bits(x, d, "tl.sort")
+    rank = len(y.shape)
+
+    def bit_axis(b):  # the dim of index bit b (0: least significant)
+        return d + levels - 1 - b
+
+    for stage in range(levels):
+        # Blocks of 2^(stage+1) sorted alternately up and down (bit stage+1
+        # of the index says which); the last stage sorts the whole dim.
+        flipped = None if stage + 1 == levels else _bit(rank, bit_axis(stage + 1)) == 1
+        for b in range(stage, -1, -1):
+            a = bit_axis(b)
+            lo, hi = _pick(y, a, 0), _pick(y, a, 1)
+            up, down = (hi < lo), (lo < hi)
+            if desc:
+                up, down = down, up
+            out_of_order = up if flipped is None else core.where(flipped, down, up)
+            partner = core.where(_bit(rank, a) == 0, hi, lo)
+            y = core.where(out_of_order, partner, y)
+    return core.reshape(y, shape)
+
+
+def _flip_method(self, dim=None):
+    return flip(self, dim)
+
+
+def _sort_method(self, dim=None, descending=False):
+    return sort(self, dim, descending)
+
+
+tensor.flip = _flip_method
+tensor.sort = _sort_method
