@@ -180,3 +180,12 @@ def sort_flip_kernel(x_ptr, y_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.const
     else:
         y = tl.flip(x, DIM)
     tl.store(y_ptr + offs, y)
+
+
+@triton.jit
+def reduce_keep_dims_kernel(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr, AXIS: tl.constexpr):
+    offs = tl.arange(0, A)[:, None] * B + tl.arange(0, B)[None, :]
+    x = tl.load(x_ptr + offs)
+    r = tl.reduce(x, AXIS, _max, keep_dims=True)
+    tl.static_assert(len(r.shape) == 2)
+    tl.store(out_ptr + offs, x - r)  # broadcasts back over the reduced dim

@@ -137,3 +137,13 @@ def test_flip(shape, dim, num_warps):
     sort_flip_kernel[(1,)](x, y, OP="flip", DIM=dim, DESCENDING=False, num_warps=num_warps,
                            **_dims(shape))
     assert torch.equal(y, torch.flip(x, [dim]))
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_reduce_keep_dims(axis):
+    from _scan_kernels import reduce_keep_dims_kernel
+    x = torch.randn((32, 64), device=DEV)
+    out = poisoned((32, 64), torch.float32)
+    reduce_keep_dims_kernel[(1,)](x, out, A=32, B=64, AXIS=axis)
+    ref = x - (x.amax() if axis is None else x.amax(axis, keepdim=True))
+    assert torch.equal(out, ref)

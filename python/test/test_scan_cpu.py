@@ -240,3 +240,12 @@ def test_sort_method_and_errors():
     np.testing.assert_array_equal(out, -np.sort(-x, axis=1))
     with pytest.raises(tritium.CompilationError, match="only supports sorting along the last"):
         sort_flip_kernel[(1,)](x, out, 8, 16, 1, RANK=2, OP="sort_method", DIM=0, DESCENDING=True)
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_reduce_keep_dims(axis):
+    from _scan_kernels import reduce_keep_dims_kernel
+    x = np.random.default_rng(7).standard_normal((8, 16)).astype(np.float32)
+    out = poisoned((8, 16), np.float32)
+    launch(reduce_keep_dims_kernel, (1,), x, out, A=8, B=16, AXIS=axis)
+    np.testing.assert_array_equal(out, x - x.max(axis=axis, keepdims=True))

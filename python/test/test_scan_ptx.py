@@ -94,3 +94,10 @@ def test_sort_flip_ptx_assembles(shape, op, dim, dtype, num_warps, tmp_path):
     from _scan_kernels import sort_flip_kernel
     _assemble(sort_flip_kernel, {"x_ptr": "*" + dtype, "y_ptr": "*" + dtype},
               dict(_dims(shape), OP=op, DIM=dim, DESCENDING=dim == 0), num_warps, tmp_path)
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_reduce_keep_dims_ptx_assembles(axis, tmp_path):
+    from _scan_kernels import reduce_keep_dims_kernel
+    _assemble(reduce_keep_dims_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"},
+              dict(A=32, B=64, AXIS=axis), 4, tmp_path)
