@@ -43,7 +43,7 @@ using Vals = std::vector<std::string>; // one register per operand
 class CombineEmitter {
 public:
   CombineEmitter(Emitter &e, Operation &op)
-      : e_(e), op_(op), body_(op.region(0).front()), n_(op.numOperands()) {
+      : e_(e), body_(op.region(0).front()), n_(op.numOperands()) {
     for (Value *v : op.operands())
       elems_.push_back(v->type()->element());
   }
@@ -203,7 +203,6 @@ public:
 
 private:
   Emitter &e_;
-  Operation &op_;
   Block &body_;
   unsigned n_;
   std::vector<const Type *> elems_;
@@ -352,16 +351,10 @@ bool emitCombineOp(Emitter &e, Operation &op) {
           flat[r] = e.reg(RC::B32);
           e.ins("add.s32 " + flat[r] + ", " + thr + ", " + std::to_string(imm));
           int64_t off = buf;
-          std::string addr = e.reg(RC::B32);
           for (unsigned i = 0; i < n; ++i) {
-            if (i == 0)
-              e.ins("mad.lo.s32 " + addr + ", " + flat[r] + ", " +
-                    std::to_string(c.slotBytes(0)) + ", " + base);
-            else {
-              addr = e.reg(RC::B32);
-              e.ins("mad.lo.s32 " + addr + ", " + flat[r] + ", " +
-                    std::to_string(c.slotBytes(i)) + ", " + base);
-            }
+            std::string addr = e.reg(RC::B32);
+            e.ins("mad.lo.s32 " + addr + ", " + flat[r] + ", " +
+                  std::to_string(c.slotBytes(i)) + ", " + base);
             c.store(addr, off, T[r][i], i);
             off += inTy->numElements() * c.slotBytes(i);
           }
