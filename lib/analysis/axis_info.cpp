@@ -151,6 +151,9 @@ OpSupport axisInfoSupport(OpCode c) {
   case OpCode::AtomicRMW:
   case OpCode::AtomicCAS:
   case OpCode::Reduce:
+  case OpCode::ReduceCombine:
+  case OpCode::Scan:
+  case OpCode::CombineReturn:
   case OpCode::Dot:
   case OpCode::Call:
   case OpCode::Return:

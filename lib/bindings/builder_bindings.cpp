@@ -404,6 +404,44 @@ void bindBuilder(py::module_ &m) {
           py::arg("x"), py::arg("axis"), py::arg("kind"),
           py::arg("keep_dims") = false)
       .def(
+          "new_combine_block",
+          [](py::object s, const py::iterable &inputs, const std::string &fn) {
+            Builder &bd = self(s);
+            return wrapRef(bd.newCombineBlock(valueList(bd, inputs), fn), s);
+          },
+          py::arg("inputs"), py::arg("fn"))
+      .def(
+          "combine_return",
+          [](Builder &bd, const py::iterable &values) {
+            bd.combineReturn(valueList(bd, values));
+          },
+          py::arg("values"))
+      .def(
+          "scan",
+          [](py::object s, const py::iterable &inputs, int64_t axis,
+             bool reverse, Block *combine) {
+            Builder &bd = self(s);
+            int a = axisArg(bd, axis, "tl.associative_scan");
+            return wrapList(bd.scan(valueList(bd, inputs), a, reverse, combine),
+                            s);
+          },
+          py::arg("inputs"), py::arg("axis"), py::arg("reverse"),
+          py::arg("combine"))
+      .def(
+          "reduce_combine",
+          [](py::object s, const py::iterable &inputs,
+             std::optional<int64_t> axis, bool keepDims, Block *combine) {
+            Builder &bd = self(s);
+            std::optional<int> a;
+            if (axis)
+              a = axisArg(bd, *axis, "tl.reduce");
+            return wrapList(
+                bd.reduceCombine(valueList(bd, inputs), a, keepDims, combine),
+                s);
+          },
+          py::arg("inputs"), py::arg("axis"), py::arg("keep_dims"),
+          py::arg("combine"))
+      .def(
           "dot",
           [](py::object s, py::handle a, py::handle c, py::handle acc,
              const std::string &precision, const std::string &outDType,

@@ -89,6 +89,9 @@ OpClass classify(OpCode c) {
   case OpCode::While:
   case OpCode::Condition:
   case OpCode::Yield:
+  case OpCode::ReduceCombine:
+  case OpCode::Scan:
+  case OpCode::CombineReturn:
   case OpCode::Print:
   case OpCode::Assert:
     return OpClass::Control;
@@ -139,6 +142,7 @@ private:
       switch (op.code) {
       case OpCode::Yield:
       case OpCode::Condition:
+      case OpCode::CombineReturn:
         return false;
       case OpCode::Return:
         ret.clear();
@@ -197,6 +201,10 @@ private:
     }
     case OpCode::While:
       return runWhile(op, f, ret);
+    case OpCode::ReduceCombine:
+    case OpCode::Scan:
+      runCombineOp(op, f);
+      return false;
     case OpCode::Call: {
       if (ctx_.callDepth >= kMaxCallDepth)
         execError(ctx_, op, "call depth limit exceeded",
@@ -265,6 +273,61 @@ private:
     for (size_t j = 0; j < op.out.size(); ++j)
       f[op.out[j]] = std::move(iters[j]);
     return false;
+  }
+
+  /// tt.scan / tt.reduce_combine: along each line of the axis, the combine
+  /// region runs once per element on scalars, in order (from the end for a
+  /// reverse scan); a reduction keeps the last accumulator.
+  void runCombineOp(const OpPlan &op, Frame &f) {
+    size_t n = op.in.size();
+    const BlockPlan &body = op.regions[0];
+    const OpPlan &y = body.ops.back();
+    const std::vector<int64_t> &shape = op.op->operand(0)->type()->shape();
+    int axis = (int)op.op->intAttr("axis");
+    bool scan = op.code == OpCode::Scan;
+    bool reverse = scan && op.op->boolAttr("reverse");
+    int64_t len = shape[axis], inner = 1, outer = 1;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if ((int)d < axis)
+        outer *= shape[d];
+      else if ((int)d > axis)
+        inner *= shape[d];
+    std::vector<const Type *> elems;
+    std::vector<RValue> ins, outs;
+    for (size_t i = 0; i < n; ++i) {
+      ins.push_back(f[op.in[i]]);
+      elems.push_back(ins[i].type()->element());
+      outs.push_back(RValue::alloc(op.op->result((unsigned)i)->type()));
+    }
+    std::vector<Slot> acc(n);
+    std::vector<RValue> unused;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        for (int64_t k = 0; k < len; ++k) {
+          int64_t along = reverse ? len - 1 - k : k;
+          int64_t flat = (o * len + along) * inner + in;
+          if (k == 0) {
+            for (size_t i = 0; i < n; ++i)
+              acc[i] = ins[i][flat];
+          } else {
+            for (size_t i = 0; i < n; ++i) {
+              f[body.args[i]] = RValue::scalar(elems[i], acc[i]);
+              f[body.args[n + i]] = RValue::scalar(elems[i], ins[i][flat]);
+            }
+            runBlock(body, f, unused);
+            for (size_t i = 0; i < n; ++i)
+              acc[i] = f[y.in[i]][0];
+          }
+          if (scan)
+            for (size_t i = 0; i < n; ++i)
+              outs[i].mutableData()[flat] = acc[i];
+        }
+        if (!scan)
+          for (size_t i = 0; i < n; ++i)
+            outs[i].mutableData()[o * inner + in] = acc[i];
+      }
+    for (size_t i = 0; i < n; ++i)
+      f[op.out[i]] = std::move(outs[i]);
   }
 
   bool runWhile(const OpPlan &op, Frame &f, std::vector<RValue> &ret) {

@@ -144,6 +144,16 @@ struct Assigner {
         if (op.result(0)->type()->isTensor())
           edges.push_back({EdgeKind::Reduce, &op, op.operand(0), op.result(0)});
         break;
+      case OpCode::Scan: // the results keep the operands' layout
+        uniteAll(all);
+        break;
+      case OpCode::ReduceCombine: // one slice layout for all results
+        uniteAll(op.operands());
+        if (op.result(0)->type()->isTensor()) {
+          uniteAll(op.results());
+          edges.push_back({EdgeKind::Reduce, &op, op.operand(0), op.result(0)});
+        }
+        break;
       case OpCode::Trans:
         edges.push_back({EdgeKind::Trans, &op, op.operand(0), op.result(0)});
         break;
@@ -434,24 +444,26 @@ struct Assigner {
         // The reduction produces its natural slice layout; a conversion
         // gives the users the layout their group agreed on.
         Operation *op = e.op;
-        Value *res = op->result(0);
-        res->setType(withLayout(res->type(), want));
         Block *b = op->parentBlock();
         auto next = std::next(b->find(op));
-        Operation *conv;
         if (next == b->ops().end())
           throw InternalError("convert-to-gpu: a reduce ends a block");
-        Value *c = createLayoutConversion(next->get(), res, dst);
-        conv = c->definingOp();
-        // Every use but the conversion itself now reads the converted value.
-        f.walk([&](Operation *user) {
-          if (user == conv)
-            return;
-          for (Value *&o : user->operands())
-            if (o == res)
-              o = c;
-        });
-        stats.add("gpu.conversions-inserted");
+        // tt.reduce_combine: every result (one group) alike.
+        for (Value *res : op->results()) {
+          res->setType(withLayout(res->type(), want));
+          Value *c = createLayoutConversion(next->get(), res, dst);
+          Operation *conv = c->definingOp();
+          // Every use but the conversion itself now reads the converted
+          // value.
+          f.walk([&](Operation *user) {
+            if (user == conv)
+              return;
+            for (Value *&o : user->operands())
+              if (o == res)
+                o = c;
+          });
+          stats.add("gpu.conversions-inserted");
+        }
         break;
       }
       }
@@ -484,6 +496,8 @@ OpSupport layoutSupport(OpCode c) {
   case OpCode::Broadcast:
   case OpCode::ExpandDims:
   case OpCode::Reduce:
+  case OpCode::ReduceCombine:
+  case OpCode::Scan:
   case OpCode::Trans:
   case OpCode::Dot:
   case OpCode::For:
@@ -503,6 +517,7 @@ OpSupport layoutSupport(OpCode c) {
   case OpCode::Return:
   case OpCode::Yield:
   case OpCode::Condition:
+  case OpCode::CombineReturn:
   case OpCode::Print:
   case OpCode::Assert:
     return OpSupport::Handled;

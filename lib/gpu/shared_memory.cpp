@@ -4,6 +4,8 @@
 #include "tritium/gpu/conversion.h"
 #include "tritium/gpu/passes.h"
 
+#include <algorithm>
+
 namespace tritium::gpu {
 
 namespace {
@@ -52,6 +54,23 @@ int64_t reduceScratchBytes(const Operation &op) {
   return (warpsAlongAxis + 1) * outElems * per;
 }
 
+int64_t combineScratchBytes(const Operation &op) {
+  const Type *in = op.operand(0)->type();
+  int axis = (int)op.intAttr("axis");
+  int stages = 0;
+  for (const Basis &b : linearOf(in).warp())
+    stages += b[axis] != 0;
+  if (stages == 0)
+    return 0;
+  int64_t per = 0;
+  for (Value *v : op.operands())
+    per += accumulatorBytes(v->type()->element());
+  // Every element's running total, in two buffers used alternately by the
+  // warp stages (so that one stage's writes never race the previous
+  // stage's reads).
+  return std::min(stages, 2) * in->numElements() * per;
+}
+
 int64_t atomicScratchBytes(Function &f, const Operation &op) {
   Value *r = op.result(0);
   if (!hasUses(f, r))
@@ -75,6 +94,8 @@ int64_t memdescBytes(const Type *memdesc) {
 
 int64_t scratchBytes(Function &f, const Operation &op) {
   bool maybe = op.hasTrait(MOVE) || op.code() == OpCode::Reduce ||
+               op.code() == OpCode::ReduceCombine ||
+               op.code() == OpCode::Scan ||
                op.code() == OpCode::AtomicRMW ||
                op.code() == OpCode::AtomicCAS;
   if (!maybe)
@@ -87,6 +108,9 @@ int64_t scratchBytes(Function &f, const Operation &op) {
     bytes = mp.scratchBytes;
   } else if (op.code() == OpCode::Reduce) {
     bytes = reduceScratchBytes(op);
+  } else if (op.code() == OpCode::ReduceCombine ||
+             op.code() == OpCode::Scan) {
+    bytes = combineScratchBytes(op);
   } else if (op.code() == OpCode::AtomicRMW ||
              op.code() == OpCode::AtomicCAS) {
     bytes = atomicScratchBytes(f, op);

@@ -222,7 +222,7 @@ unsigned numRegionsOf(OpCode code) {
   case OpCode::While:
     return 2;
   default:
-    return 0;
+    return (unsigned)opInfo(code).numRegions;
   }
 }
 

@@ -743,6 +743,16 @@ private:
                      joinTypes(func_->resultTypes()));
       return;
     }
+    case OpCode::ReduceCombine:
+    case OpCode::Scan:
+      return verifyCombineOp(op);
+    case OpCode::CombineReturn: {
+      const Operation *p = op.parentOp();
+      if (!p || (p->code() != OpCode::ReduceCombine && p->code() != OpCode::Scan))
+        fail(op, "must end the combine region of 'tt.reduce_combine' or "
+                 "'tt.scan'");
+      return;
+    }
     case OpCode::For:
       return verifyFor(op);
     case OpCode::If:
@@ -1056,6 +1066,66 @@ private:
                    joinTypes(want));
     verifyBlock(*body, OpCode::Yield, &op, 0);
     checkYield(terminatorOf(*body), resTypes, "scf.for");
+  }
+
+  /// tt.reduce_combine / tt.scan: N tensors of one shape, an axis in
+  /// range, N results (the operands' types for a scan; without the axis for
+  /// a reduction), and a combine region of 2N scalar args of the operands'
+  /// element types returning N such scalars.
+  void verifyCombineOp(const Operation &op) {
+    const Type *first = ty(op, 0);
+    if (!first->isTensor())
+      fail(op, "operand #0 must be a tensor, found " + typeText(first));
+    for (unsigned i = 1; i < op.numOperands(); ++i)
+      if (!ty(op, i)->isTensor() || ty(op, i)->shape() != first->shape())
+        fail(op, "operands must be tensors of one shape, found " +
+                     typeText(first) + " and " + typeText(ty(op, i)));
+    int64_t axis = op.intAttr("axis");
+    if (axis < 0 || axis >= first->rank())
+      fail(op, "axis " + std::to_string(axis) + " out of range [0, " +
+                   std::to_string(first->rank()) + ")");
+    if (op.numResults() != op.numOperands())
+      fail(op, "has " + std::to_string(op.numOperands()) + " operands but " +
+                   std::to_string(op.numResults()) + " results");
+    bool scan = op.code() == OpCode::Scan;
+    std::vector<int64_t> shape = first->shape();
+    shape.erase(shape.begin() + axis);
+    std::vector<const Type *> elems;
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      const Type *in = ty(op, i), *out = rty(op, i);
+      elems.push_back(elemOf(in));
+      // Shape and element only: at the GPU level a reduction's result has
+      // its own (slice) layout.
+      bool ok = scan ? out == in
+                     : elemOf(out) == elemOf(in) &&
+                           (shape.empty() ? !out->isTensor()
+                                          : out->isTensor() &&
+                                                out->shape() == shape);
+      if (!ok)
+        fail(op, "result #" + std::to_string(i) + " must be " +
+                     typeText(scan ? in
+                              : shape.empty()
+                                  ? elemOf(in)
+                                  : Type::tensor(elemOf(in), shape)) +
+                     ", found " + typeText(out));
+    }
+    const Block *body = singleBlock(op, 0, false);
+    std::vector<const Type *> want = elems;
+    want.insert(want.end(), elems.begin(), elems.end());
+    if (argTypesOf(*body) != want)
+      fail(op, "combine region arguments " + joinTypes(argTypesOf(*body)) +
+                   " must be two of each operand's element type: " +
+                   joinTypes(want));
+    verifyBlock(*body, OpCode::CombineReturn, &op, 0);
+    checkYield(terminatorOf(*body), elems, scan ? "tt.scan" : "tt.reduce_combine");
+    // The combine runs once per pair of elements: on scalars only (the
+    // lowerings emit it per element).
+    for (const auto &inner : body->ops())
+      for (unsigned i = 0; i < inner->numResults(); ++i)
+        if (inner->result(i)->type()->isTensor())
+          fail(*inner, "is in a combine region, which computes on scalars, "
+                       "but its result is " +
+                           typeText(inner->result(i)->type()));
   }
 
   void verifyIf(const Operation &op) {

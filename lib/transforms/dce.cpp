@@ -10,7 +10,8 @@
 //     region live. Loop-carried values are tracked one by one: iter i of an
 //     scf.for is live when its result or its block argument is, and only
 //     then are its init and its yielded value live; result i of an scf.if
-//     makes the i-th yielded value of both branches live.
+//     makes the i-th yielded value of both branches live. tt.scan and
+//     tt.reduce_combine live or die whole, with their combine region.
 //  3. Sweep: drop the dead iter values and results of live scf.for/scf.if,
 //     then erase dead pure ops and dead scf.for/scf.if (users first), then
 //     the block arguments of the dropped iter values.
@@ -70,13 +71,15 @@ int64_t removeUnreachableFunctions(Module &m) {
 
 /// Ops the sweep may erase when they are not live.
 bool isRemovable(const Operation *op) {
-  if (op->code() == OpCode::For || op->code() == OpCode::If)
+  if (op->code() == OpCode::For || op->code() == OpCode::If ||
+      op->code() == OpCode::ReduceCombine || op->code() == OpCode::Scan)
     return true;
   return op->hasTrait(PURE) && op->numRegions() == 0;
 }
 
 bool isRoot(const Operation *op) {
-  if (op->code() == OpCode::Yield || op->code() == OpCode::Condition)
+  if (op->code() == OpCode::Yield || op->code() == OpCode::Condition ||
+      op->code() == OpCode::CombineReturn)
     return false; // live through their parent's results
   return !isRemovable(op);
 }
@@ -125,6 +128,13 @@ private:
           for (auto &b : op->region(r).blocks())
             if (Operation *t = b->terminator())
               markOp(t);
+        break;
+      case OpCode::ReduceCombine:
+      case OpCode::Scan:
+        // Whole or not at all: the combine computes every result together.
+        for (Value *v : op->operands())
+          markValue(v);
+        markOp(op->region(0).front().terminator());
         break;
       default:
         for (Value *v : op->operands())

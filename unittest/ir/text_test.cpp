@@ -296,8 +296,27 @@ tt.func @smem(%p: tensor<64x32x!tt.ptr<f16>>, %m: tensor<64x32xi1>, %o: tensor<6
 }
 )";
 
+// Ops with a combine region (tl.associative_scan, tl.reduce).
+const char *kCombine = R"(
+tt.func @combine(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xi32>) {
+  %s = tt.scan %x {axis = 1, reverse = true} : tensor<4x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.addf %a, %b : f32
+    tt.combine.return %c
+  }
+  %m, %mi = tt.reduce_combine %x, %i {axis = 0} : tensor<8xf32>, tensor<8xi32> {
+  ^bb0(%a: f32, %ai: i32, %b: f32, %bi: i32):
+    %gt = arith.cmpf %b, %a {predicate = "ogt"} : i1
+    %r = arith.select %gt, %b, %a : f32
+    %ri = arith.select %gt, %bi, %ai : i32
+    tt.combine.return %r, %ri
+  }
+  tt.return %s, %m, %mi
+}
+)";
+
 const std::vector<const char *> kModules = {kArith, kMemory, kControl, kGPU,
-                                            kShared};
+                                            kShared, kCombine};
 
 void collectDTypes(const Type *t, std::set<DType> &out) {
   if (t->isScalar())

@@ -37,6 +37,9 @@ constexpr int64_t kDefaultSharedLimit = 227 * 1024;
 
 /// Scratch bytes a reduction needs (zero when no warps share an output).
 int64_t reduceScratchBytes(const Operation &reduce);
+/// tt.reduce_combine / tt.scan: the exchange between the warps that split
+/// the axis (0 when one warp holds each line); layout in emit_scan.cpp.
+int64_t combineScratchBytes(const Operation &op);
 /// Scratch bytes an atomic needs to give its result to every thread that
 /// holds it (zero when unused or held by one thread).
 int64_t atomicScratchBytes(Function &f, const Operation &atomic);

@@ -201,6 +201,28 @@ public:
   /// sum widens ints narrower than 32 bits to (u)int32, as Triton does.
   Value *reduce(Value *x, std::optional<int> axis, const std::string &kind,
                 bool keepDims);
+  // ---- combine functions (combine_semantics.cpp) ------------------------------
+  // tl.reduce / tl.associative_scan with a @jit combine: the frontend takes a
+  // block from newCombineBlock, builds the combine's call into it, ends it
+  // with combineReturn, then hands it to reduceCombine or scan.
+
+  /// A detached block with two scalar args per input (the inputs' element
+  /// types: first the accumulated values, then the next ones). `fn` names
+  /// the caller in errors ("tl.reduce"). Checks the inputs: tensors of one
+  /// shape, no pointers.
+  Block *newCombineBlock(const std::vector<Value *> &inputs,
+                         const std::string &fn);
+  /// Ends the combine block at the insertion point with tt.combine.return:
+  /// one value per input, of its element type (UserError otherwise).
+  void combineReturn(const std::vector<Value *> &values);
+  /// tl.associative_scan: axis may be negative.
+  std::vector<Value *> scan(const std::vector<Value *> &inputs, int axis,
+                            bool reverse, Block *combine);
+  /// tl.reduce with a combine: all axes (flattening first) when nullopt.
+  std::vector<Value *> reduceCombine(const std::vector<Value *> &inputs,
+                                     std::optional<int> axis, bool keepDims,
+                                     Block *combine);
+
   /// tl.dot(a, b, acc, input_precision, out_dtype, max_num_imprecise_acc):
   /// a MxK, b KxN (or batched: BxMxK and BxKxN) with M, N, K >= 16; acc (or
   /// zeros of out_dtype) MxN (BxMxN).

@@ -436,6 +436,7 @@ enum class PtxFamily {
   Cast,
   Memory,
   Reduce,
+  Combine, // tt.reduce_combine, tt.scan (emit_scan.cpp)
   ControlFlow,
   Tensor,
   Shared, // memdescs, async copies, mbarriers (emit_shared.cpp)
@@ -470,6 +471,9 @@ PtxFamily ptxFamily(OpCode c) {
     return PtxFamily::Memory;
   case OpCode::Reduce:
     return PtxFamily::Reduce;
+  case OpCode::ReduceCombine:
+  case OpCode::Scan:
+    return PtxFamily::Combine;
   case OpCode::For:
   case OpCode::If:
   case OpCode::While:
@@ -484,6 +488,7 @@ PtxFamily ptxFamily(OpCode c) {
     return PtxFamily::Return;
   case OpCode::Yield:
   case OpCode::Condition:
+  case OpCode::CombineReturn:
     return PtxFamily::Terminator;
   case OpCode::GPUBarrier:
     return PtxFamily::Barrier;
@@ -542,6 +547,9 @@ void Emitter::emitOp(Operation &op) {
     break;
   case PtxFamily::Reduce:
     done = emitReduce(*this, op);
+    break;
+  case PtxFamily::Combine:
+    done = emitCombineOp(*this, op);
     break;
   case PtxFamily::ControlFlow:
     done = emitControlFlow(*this, op);

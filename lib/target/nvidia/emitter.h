@@ -203,6 +203,7 @@ bool emitArithmetic(Emitter &e, Operation &op);
 bool emitCast(Emitter &e, Operation &op);
 bool emitMemory(Emitter &e, Operation &op);
 bool emitReduce(Emitter &e, Operation &op);
+bool emitCombineOp(Emitter &e, Operation &op); // tt.reduce_combine, tt.scan
 bool emitControlFlow(Emitter &e, Operation &op);
 bool emitTensorOp(Emitter &e, Operation &op);
 bool emitShared(Emitter &e, Operation &op);

@@ -31,6 +31,7 @@ from .. import language as tl
 from ..errors import CompilationError, load_C, user_error_args
 from ..language import core
 from ..language.block import is_aggregate
+from ..language.combine import generating
 from ..language.core import _unwrap, _unwrap_deep, constexpr, tensor
 from ..runtime.launcher import int_dtype
 
@@ -1279,14 +1280,16 @@ class CodeGenerator:
         if fn is tl.range or fn is tl.static_range:
             raise self.error(f"{fn.__name__} can only be the iterable of a `for` loop")
         if core.is_builtin(fn):
-            return normalize(fn(*args, **kwargs))
+            with generating(self):  # tl.reduce / tl.associative_scan call @jit combines
+                return normalize(fn(*args, **kwargs))
         if not callable(fn):
             raise self.error(f"{_describe(fn)} is not callable")
         # Any other Python callable (a helper such as triton.cdiv, float, a
         # tensor's method): constexprs are passed as their Python values.
         try:
-            result = fn(*[_unwrap_deep(a) for a in args],
-                        **{k: _unwrap_deep(v) for k, v in kwargs.items()})
+            with generating(self):  # a tensor method such as x.reduce(0, combine)
+                result = fn(*[_unwrap_deep(a) for a in args],
+                            **{k: _unwrap_deep(v) for k, v in kwargs.items()})
         except (CompilationError, self.C.UserError, self.C.InternalError):
             raise
         except Exception as e:

@@ -21,9 +21,10 @@ from . import extra, random  # noqa: F401,E402
 from .core import assume, atomic_cas, umulhi  # noqa: E402
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
+from .combine import associative_scan, cumprod, cumsum, flip, reduce, sort
 
 __all__ = [
-    "PropagateNan", "abs", "arange", "argmax", "argmin", "atomic_add", "atomic_and",
+    "PropagateNan", "abs", "arange", "associative_scan", "cumprod", "cumsum", "flip", "reduce", "sort", "argmax", "argmin", "atomic_add", "atomic_and",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16",
     "block_type", "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr",
     "cos", "debug_barrier", "device_assert", "device_print", "div_rn", "dot", "dtype", "erf",
