@@ -26,6 +26,8 @@ def _seed(request):
 
 
 def poisoned(shape, dtype):
+    if isinstance(shape, int):
+        shape = (shape,)
     if dtype.is_floating_point:
         return torch.full(shape, float("nan"), dtype=dtype, device=DEV)
     return torch.full(shape, torch.iinfo(dtype).max - 5, dtype=dtype, device=DEV)
