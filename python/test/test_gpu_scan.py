@@ -39,7 +39,8 @@ def _dims(shape):
 
 
 def _check(out, ref, rtol=1e-5):
-    ref = torch.as_tensor(np.ascontiguousarray(ref)).to(out.device)
+    # np.ascontiguousarray makes a 0-d result (a reduction over every axis) 1-d.
+    ref = torch.as_tensor(np.ascontiguousarray(ref)).to(out.device).reshape(out.shape)
     if out.dtype.is_floating_point:
         scale = max(1.0, float(ref.double().abs().max()))
         torch.testing.assert_close(out.double(), ref.double(), rtol=rtol, atol=rtol * scale)
@@ -102,7 +103,7 @@ def test_reduce_combine(shape, axis, num_warps):
 def test_reduce_tuple_argmax(shape, axis, num_warps):
     x = torch.randint(-20, 20, shape, device=DEV).to(torch.float32)  # many ties
     v_ref = x.amax(axis)
-    i_ref = torch.from_numpy(x.cpu().numpy().argmax(axis=axis).astype(np.int32))
+    i_ref = torch.from_numpy(np.asarray(x.cpu().numpy().argmax(axis=axis)).astype(np.int32))
     ov, oi = poisoned(v_ref.numel(), torch.float32), poisoned(v_ref.numel(), torch.int32)
     stride = int(np.prod(shape[axis + 1:]))
     argmax_reduce_kernel[(1,)](x, ov, oi, AXIS=axis, STRIDE=stride, SIZE=shape[axis],
