@@ -1119,10 +1119,26 @@ private:
     verifyBlock(*body, OpCode::CombineReturn, &op, 0);
     checkYield(terminatorOf(*body), elems, scan ? "tt.scan" : "tt.reduce_combine");
     // The combine runs once per pair of elements: on scalars only (the
-    // lowerings emit it per element).
+    // lowerings emit it per element). A tensor nothing returned depends on is
+    // dead code that DCE removes before any lowering: Inductor's
+    // `promote_to_tensor(x).dtype` builds `x + tl.zeros((1,), tl.int1)` just
+    // to read a dtype.
+    std::set<const Value *> live;
+    std::vector<Value *> work = terminatorOf(*body).operands();
+    while (!work.empty()) {
+      Value *v = work.back();
+      work.pop_back();
+      if (!live.insert(v).second)
+        continue;
+      if (Operation *d = v->definingOp())
+        d->walk([&](Operation *x) {
+          for (Value *o : x->operands())
+            work.push_back(o);
+        });
+    }
     for (const auto &inner : body->ops())
       for (unsigned i = 0; i < inner->numResults(); ++i)
-        if (inner->result(i)->type()->isTensor())
+        if (inner->result(i)->type()->isTensor() && live.count(inner->result(i)))
           fail(*inner, "is in a combine region, which computes on scalars, "
                        "but its result is " +
                            typeText(inner->result(i)->type()));

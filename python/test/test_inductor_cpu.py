@@ -61,7 +61,8 @@ def model_results(tmp_path_factory):
     return {r.get("model", "_summary"): r for r in lines}
 
 
-MODELS = ["mlp", "reductions", "elementwise", "conv_bn", "dynamic", "training"]
+MODELS = ["mlp", "reductions", "elementwise", "conv_bn", "dynamic", "training", "softmax",
+          "cumsum", "dropout"]
 
 
 @needs_torch

@@ -249,3 +249,40 @@ def test_reduce_keep_dims(axis):
     out = poisoned((8, 16), np.float32)
     launch(reduce_keep_dims_kernel, (1,), x, out, A=8, B=16, AXIS=axis)
     np.testing.assert_array_equal(out, x - x.max(axis=axis, keepdims=True))
+
+
+@triton.jit
+def _promote_to_tensor(x):
+    # Inductor's triton_helpers: a one-element tensor only to read a dtype.
+    return x + tl.zeros((1,), tl.int1)
+
+
+@triton.jit
+def _minimum_nan(a, b):
+    mask = a < b
+    if _promote_to_tensor(a).dtype.is_floating():
+        mask |= a != a
+    return tl.where(mask, a, b)
+
+
+@triton.jit
+def _min_rows_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    rows = tl.arange(0, R)
+    x = tl.load(x_ptr + rows[:, None] * C + tl.arange(0, C)[None, :])
+    tl.store(out_ptr + rows, tl.reduce(x, 1, _minimum_nan))
+
+
+def test_combine_with_dead_tensor_code():
+    """A combine that builds a tensor it only reads the dtype of (Inductor's min/max helpers):
+    the dead tensor passes the verifier (which runs after every pass in tests) and is removed
+    before lowering; NaN propagates as in torch.amin."""
+    x = np.random.default_rng(3).standard_normal((8, 16)).astype(np.float32)
+    x[2, 5] = np.nan
+    out = poisoned((8,), np.float32)
+    launch(_min_rows_kernel, (1,), x, out, R=8, C=16)
+    want = x.min(axis=1)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_array_equal(out[~np.isnan(want)], want[~np.isnan(want)])
+    k = tritium.compile(_min_rows_kernel, signature={"x_ptr": "*fp32", "out_ptr": "*fp32"},
+                        constexprs={"R": 8, "C": 16}, target="sm_90a", use_cache=False)
+    assert "tensor<1xi1>" not in k.asm["gir"]
