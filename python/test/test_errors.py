@@ -399,12 +399,17 @@ def _bad_arange_helper(x):
 @triton.jit
 def _calls_bad_helper_kernel(x_ptr):
     offs = tl.arange(0, 32)
-    tl.store(x_ptr + offs, _bad_arange_helper(offs).to(tl.float32))
+    tl.store(x_ptr + offs, _bad_arange_helper(offs).to(tl.float32))  # ERR call-site
 
 
 def test_error_inside_called_function_points_into_it():
+    """As in Triton, the error names the call and its __cause__ is the error inside the callee,
+    which keeps its own line and caret (Python prints both)."""
     e = compile_error(_calls_bad_helper_kernel, (1,), X)
-    check_error(e, "in-helper", "tl.arange(0, 24)", r"power of (2|two)")
+    check_error(e, "call-site", "_bad_arange_helper(offs)", r"in the call of _bad_arange_helper",
+                r"power of (2|two)")
+    assert isinstance(e.__cause__, tritium.CompilationError)
+    check_error(e.__cause__, "in-helper", "tl.arange(0, 24)", r"power of (2|two)")
 
 
 @triton.jit

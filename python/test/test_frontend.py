@@ -707,8 +707,12 @@ def test_error_static_assert_and_bad_index():
 
 @needs_C
 def test_error_in_callee_points_into_callee():
+    # The error names the call (as Triton's does); its __cause__ points into the callee.
     e = compile_error(_bad_caller, np.zeros(4, np.float32))
-    assert e.function == "_bad_callee" and e.line == line_of("# ERR-CALLEE")
+    assert e.function == "_bad_caller" and e.line == line_of("# ERR-SITE")
+    inner = e.__cause__
+    assert inner.function == "_bad_callee" and inner.line == line_of("# ERR-CALLEE")
+    assert "undefined_thing" in inner.message and "undefined_thing" in e.message
 
 
 @triton.jit
@@ -718,7 +722,7 @@ def _bad_callee(x):
 
 @triton.jit
 def _bad_caller(x_ptr):
-    _bad_callee(tl.arange(0, 4))
+    _bad_callee(tl.arange(0, 4))  # ERR-SITE
 
 
 @needs_C

@@ -290,7 +290,7 @@ class JITFunction:
             except CompilationError as e:
                 # The frames inside the compiler say nothing about the user's
                 # mistake; the error names the kernel's own line.
-                raise e.with_traceback(None) from None
+                raise e.with_traceback(None) from e.__cause__
             self.cache[key] = kernel
         if warmup:
             return kernel
@@ -335,7 +335,7 @@ def _run_gpu(jit_fn, bound, key, params, values, grid, options, warmup):
                                            target=_cuda.default_target(device),
                                            bounds_check=debug)
         except CompilationError as e:
-            raise e.with_traceback(None) from None
+            raise e.with_traceback(None) from e.__cause__
         gpu_cache[ck] = kernel
     if warmup:
         return kernel

@@ -24,6 +24,7 @@ Control flow:
 import ast
 import builtins
 import inspect
+import os
 import operator
 import re
 
@@ -529,6 +530,15 @@ class CodeGenerator:
                 gen = CodeGenerator(self.ctx, jfn)
                 entry = gen.build_function(name, params, is_kernel=False,
                                            noinline=jfn.noinline)
+            except CompilationError as inner:
+                # As in Triton: the error names the call, and its __cause__ is the
+                # error inside the callee (which keeps its own line and caret).
+                if inner.function == jfn.__name__ and inner.line > 0:
+                    where = f"{os.path.basename(inner.file)}:{inner.line}" if inner.file else ""
+                    raise self.error(f"in the call of {jfn.__name__}"
+                                     f"{' (' + where + ')' if where else ''}: "
+                                     f"{inner.message}") from inner
+                raise
             finally:
                 b.restore_ip(ip)
                 self.ctx.in_progress.discard(cache_key)
