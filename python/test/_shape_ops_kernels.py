@@ -72,3 +72,21 @@ def bad_join_kernel(out_ptr):
 @triton.jit
 def bad_item_kernel(out_ptr):
     tl.arange(0, 4).item()
+
+
+@triton.jit
+def gather_kernel(src_ptr, idx_ptr, out_ptr, S: tl.constexpr, I: tl.constexpr, C: tl.constexpr,
+                  AXIS: tl.constexpr):
+    if AXIS == 0:
+        src = tl.load(src_ptr + tl.arange(0, S)[:, None] * C + tl.arange(0, C)[None, :])
+        io = tl.arange(0, I)[:, None] * C + tl.arange(0, C)[None, :]
+    else:
+        src = tl.load(src_ptr + tl.arange(0, C)[:, None] * S + tl.arange(0, S)[None, :])
+        io = tl.arange(0, C)[:, None] * I + tl.arange(0, I)[None, :]
+    tl.store(out_ptr + io, tl.gather(src, tl.load(idx_ptr + io), AXIS))
+
+
+@triton.jit
+def topk_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(out_ptr + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))

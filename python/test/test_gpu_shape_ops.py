@@ -1,5 +1,5 @@
-"""tl.join, tl.split, tl.interleave, tl.cat, tl.histogram and tensor.item() on the GPU against
-torch (the kernels of _shape_ops_kernels.py; outputs poisoned first)."""
+"""tl.join, tl.split, tl.interleave, tl.cat, tl.histogram, tl.gather, tl.topk, tensor.item() on
+the GPU against torch (the kernels of _shape_ops_kernels.py; outputs poisoned first)."""
 
 import pytest
 
@@ -53,3 +53,21 @@ def test_item():
     out = poisoned((4,), torch.float32)
     K.item_kernel[(1,)](x, out)
     assert torch.equal(out, torch.full((4,), 7.5, device=DEV))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather(axis):
+    S, I, C = 16, 8, 4
+    src = torch.randn((S, C) if axis == 0 else (C, S), device=DEV)
+    idx = torch.randint(0, S, (I, C) if axis == 0 else (C, I), device=DEV, dtype=torch.int32)
+    out = poisoned(tuple(idx.shape), torch.float32)
+    K.gather_kernel[(1,)](src, idx, out, S=S, I=I, C=C, AXIS=axis)
+    assert torch.equal(out, torch.gather(src, axis, idx.long()))
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_topk(k):
+    x = torch.randn(4, 16, device=DEV)
+    out = poisoned((4, k), torch.float32)
+    K.topk_kernel[(1,)](x, out, M=4, N=16, K=k)
+    assert torch.equal(out, torch.topk(x, k, dim=1).values)

@@ -1,4 +1,5 @@
-"""tl.join, tl.split, tl.interleave, tl.cat, tl.histogram and tensor.item() on the CPU executor
+"""tl.join, tl.split, tl.interleave, tl.cat, tl.histogram, tl.gather, tl.topk and tensor.item()
+on the CPU executor
 against numpy; each kernel also compiles to PTX for sm_90a that ptxas accepts (the GPU runs of
 the same kernels are test_gpu_shape_ops.py)."""
 
@@ -79,10 +80,32 @@ def test_kernels_assemble(target):
               {"N": 8, "C": 4, "RANK": 2}),
              (K.histogram_kernel, {"x_ptr": "*i32", "m_ptr": "*i8", "out_ptr": "*i32"},
               {"N": 64, "BINS": 16, "MASKED": True}),
-             (K.item_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {})]
+             (K.item_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {}),
+             (K.gather_kernel, {"src_ptr": "*fp32", "idx_ptr": "*i32", "out_ptr": "*fp32"},
+              {"S": 16, "I": 8, "C": 4, "AXIS": 1}),
+             (K.topk_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"M": 4, "N": 16, "K": 4})]
     for kern, sig, consts in cases:
         k = tritium.compile(kern, signature=sig, constexprs=consts, target=target, num_warps=4,
                             use_cache=False)
         assert ".entry" in k.asm["ptx"]
         if "cubin" in k.asm:
             assert len(k.asm["cubin"]) > 0
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather(axis):
+    rng = np.random.default_rng(4)
+    S, I, C = 16, 8, 4
+    src = rng.standard_normal((S, C) if axis == 0 else (C, S)).astype(np.float32)
+    idx = rng.integers(0, S, (I, C) if axis == 0 else (C, I)).astype(np.int32)
+    out = poisoned(idx.shape, np.float32)
+    launch(K.gather_kernel, (1,), src, idx, out, S=S, I=I, C=C, AXIS=axis)
+    np.testing.assert_array_equal(out, np.take_along_axis(src, idx, axis=axis))
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_topk(k):
+    x = np.random.default_rng(5).standard_normal((4, 16)).astype(np.float32)
+    out = poisoned((4, k), np.float32)
+    launch(K.topk_kernel, (1,), x, out, M=4, N=16, K=k)
+    np.testing.assert_array_equal(out, -np.sort(-x, axis=1)[:, :k])

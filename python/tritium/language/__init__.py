@@ -22,11 +22,11 @@ from .core import assume, atomic_cas, umulhi  # noqa: E402
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
 from .combine import associative_scan, cumprod, cumsum, flip, reduce, sort
-from .shape_ops import cat, histogram, interleave, join, split
+from .shape_ops import cat, gather, histogram, interleave, join, split, topk
 
 __all__ = [
     "PropagateNan", "abs", "arange", "associative_scan", "cumprod", "cumsum", "flip", "reduce", "sort",
-    "cat", "histogram", "interleave", "join", "split", "argmax", "argmin", "atomic_add", "atomic_and",
+    "cat", "gather", "histogram", "interleave", "join", "split", "topk", "argmax", "argmin", "atomic_add", "atomic_and",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16",
     "block_type", "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr",
     "cos", "debug_barrier", "device_assert", "device_print", "div_rn", "dot", "dtype", "erf",

@@ -1,6 +1,7 @@
-"""tl.join, tl.split, tl.interleave, tl.cat, tl.histogram and tensor.item(), built from ops the
-compiler already has (expand_dims, where, reshape, permute, a combine reduction that picks one of
-two elements), so they run wherever those do: the CPU executor and the GPU.
+"""tl.join, tl.split, tl.interleave, tl.cat, tl.histogram, tl.gather, tl.topk and tensor.item(),
+built from ops the compiler already has (expand_dims, where, reshape, permute, a combine
+reduction that picks one of two elements), so they run wherever those do: the CPU executor and
+the GPU.
 
 Every one of them is exact: elements are selected, never computed (a float's -0.0 and NaN
 payloads survive), and histogram counts in int32."""
@@ -111,3 +112,62 @@ def _item(self):
 
 
 tensor.item = builtin(_item)
+
+
+@builtin
+def gather(src, index, axis):
+    """out[..., i, ...] = src[..., index[..., i, ...], ...] along `axis` (index: integers, the
+    rank of src, the other dims equal to src's): every candidate element is compared with the
+    index and the hit is selected, so the work is index.numel() * src.shape[axis]."""
+    src, index = _tensor(src, "tl.gather"), _tensor(index, "tl.gather")
+    rank = len(src.shape)
+    a = int(_unwrap(axis))
+    if not -rank <= a < rank:
+        raise ValueError(f"invalid axis {a} for tl.gather of a {rank}-D tensor")
+    a %= rank
+    if len(index.shape) != rank or not index.dtype.is_int():
+        raise ValueError(f"tl.gather's index must be an integer tensor of rank {rank}")
+    for d in range(rank):
+        if d != a and int(_unwrap(index.shape[d])) != int(_unwrap(src.shape[d])):
+            raise ValueError("tl.gather's index must match src's shape on every dim but the axis: "
+                             f"{list(index.shape)} and {list(src.shape)}")
+    n = int(_unwrap(src.shape[a]))
+    # Dims [..., I_a, K, ...]: the candidate k of src's axis right after the output's.
+    cand = [1] * (rank + 1)
+    cand[a + 1] = n
+    k = core.reshape(core.arange(0, n), cand)
+    hit = core.expand_dims(index, a + 1) == k.to(index.dtype)
+    vals = core.expand_dims(src, a)
+    vals, hit = core.broadcast(vals, hit)
+
+    def pick(lhs, rhs):  # the value whose candidate was hit, and whether one was
+        return core.where(lhs[1], lhs[0], rhs[0]), lhs[1] | rhs[1]
+
+    block = _combine_block([vals.handle, hit.handle], "tl.gather", pick)
+    return tensor(_builder().reduce_combine([vals.handle, hit.handle], a + 1, False, block)[0])
+
+
+@builtin
+def topk(input, k, dim=None):
+    """The k largest elements along the last dim, largest first (k a power of two dividing it)."""
+    x = _tensor(input, "tl.topk")
+    from .combine import sort  # noqa: PLC0415 (sort is a builtin of the same layer)
+    shape = [int(_unwrap(s)) for s in x.shape]
+    d = len(shape) - 1 if _unwrap(dim) is None else int(_unwrap(dim)) % len(shape)
+    if d != len(shape) - 1:
+        raise ValueError("tl.topk only supports the last dimension")
+    kk = int(_unwrap(k))
+    n = shape[-1]
+    if kk <= 0 or kk & (kk - 1) or n % kk:
+        raise ValueError(f"tl.topk's k must be a power of two dividing {n}, got {kk}")
+    s = sort(x, d, descending=True)
+    if kk == n:
+        return s
+    groups = core.reshape(s, shape[:-1] + [n // kk, kk])
+    y = groups
+    # Keep the first group: halve the group dim, taking the front half, until it is gone.
+    while int(_unwrap(y.shape[-2])) > 1:
+        m = int(_unwrap(y.shape[-2]))
+        y = core.reshape(y, shape[:-1] + [2, m // 2, kk])
+        y = _take(y, len(shape) - 1, 0, False)
+    return core.reshape(y, shape[:-1] + [kk])
