@@ -72,11 +72,14 @@ DType computationType(Builder &b, const std::string &op, DType a, bool aLit,
     b.error(std::string("invalid operands of types ") + dtypeName(a) + " and " +
             dtypeName(c) + " for '" + opSymbol(op) +
             "': cast the fp8 operand to a wider float first");
+  // The wording of Triton's message first, so code that matches it keeps
+  // working; then which operator it was.
   if (divOrMod && isSigned(a) != isSigned(c))
-    b.error(std::string("cannot use '") + opSymbol(op) + "' with " +
-            dtypeName(a) + " and " + dtypeName(c) +
+    b.error(std::string("Cannot use /, #, or % with triton.language.") +
+            tritonName(a) + " and triton.language." + tritonName(c) +
             " because they have different signedness; cast them to the same "
-            "signedness");
+            "signedness ('" + opSymbol(op) + "' of " + dtypeName(a) + " and " +
+            dtypeName(c) + ")");
   return integerPromote(a, c);
 }
 
@@ -189,13 +192,25 @@ Value *addPtr(Builder &b, Value *ptr, Value *off) {
   return mk(b, OpCode::AddPtr, {ptr, off}, ptr->type());
 }
 
+/// Triton's wording for operands an operator does not take ("invalid
+/// operands of type triton.language.fp32 and triton.language.fp32").
+std::string invalidOperands(const Value *l, const Value *r) {
+  auto name = [](const Value *v) {
+    const Type *t = v->type()->scalarType();
+    return std::string("triton.language.") +
+           (t->isPointer() ? "pointer" : tritonName(t->dtype()));
+  };
+  return "invalid operands of type " + name(l) + " and " + name(r);
+}
+
 Value *bitwise(Builder &b, const std::string &op, const Operand &x,
                const Operand &y, OpCode code) {
   auto [l, r] = checkBinary(b, op, x, y, {});
   if (isPtrLike(l) || isPtrLike(r) || !isInteger(elemDType(l)) ||
       !isInteger(elemDType(r)))
-    b.error("'" + opSymbol(op) + "' expects integer operands, got " +
-            describe(x) + " and " + describe(y));
+    b.error(invalidOperands(l, r) + ": '" + opSymbol(op) +
+            "' expects integer operands, got " + describe(x) + " and " +
+            describe(y));
   return mk(b, code, {l, r}, l->type());
 }
 

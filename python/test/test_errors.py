@@ -806,3 +806,29 @@ def test_masked_lanes_never_fault_and_process_survives_a_fault():
         _oob_load_kernel[(3,)](np.arange(160, dtype=np.float32), np.zeros(192, np.float32), BLOCK=64)
     _masked_far_kernel[(1,)](x, y, BLOCK=16)
     np.testing.assert_array_equal(y, [1, -1, -1, -1, -1, -1, -1, -1])
+
+
+@triton.jit
+def _triton_wording_kernel(x_ptr, CASE: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    i = tl.arange(0, 4)
+    if CASE == 0:
+        y = x & x  # ERR wording-bitwise
+    elif CASE == 1:
+        y = i % i.to(tl.uint32)  # ERR wording-signedness
+    else:
+        y = i[1:3]  # ERR wording-slice
+
+
+@pytest.mark.parametrize("case,marker,snippet,pattern", [
+    (0, "wording-bitwise", "x & x", r"invalid operands of type triton\.language\.fp32 and "
+                                    r"triton\.language\.fp32"),
+    (1, "wording-signedness", "i % i.to", r"Cannot use /, #, or % with triton\.language\.int32 "
+                                          r"and triton\.language\.uint32"),
+    (2, "wording-slice", "i[1:3]", r"unsupported tensor index"),
+])
+def test_errors_carry_tritons_wording(case, marker, snippet, pattern):
+    """Code and tests written against Triton's messages keep matching; the location, caret and
+    tritium's own explanation stay."""
+    e = compile_error(_triton_wording_kernel, (1,), X, CASE=case)
+    check_error(e, marker, snippet, pattern)

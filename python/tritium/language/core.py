@@ -756,14 +756,14 @@ def _subscript(x, index):
             dim += 1
         elif isinstance(item, slice):
             if item != slice(None, None, None):
-                raise TypeError("tensor slicing with bounds is not supported; only ':' "
-                                "and None may index a tensor")
+                raise TypeError(f"unsupported tensor index: {item}: tensor slicing with bounds "
+                                "is not supported; only ':' and None may index a tensor")
             dim += 1
         elif item is Ellipsis:
             raise TypeError("'...' in tensor indexing is not supported")
         else:
-            raise TypeError(f"a tensor can only be indexed with ':' and None, not "
-                            f"{type(item).__name__}")
+            raise TypeError(f"unsupported tensor index: {item!r}: a tensor can only be indexed "
+                            f"with ':' and None, not {type(item).__name__}")
     return tensor(handle)
 
 
