@@ -12,6 +12,7 @@ The specialisation key of a launch has one entry per parameter:
 Compiled specialisations are kept in `JITFunction.cache`, keyed by it.
 """
 
+import copy
 import functools
 import inspect
 import sys
@@ -212,57 +213,64 @@ class JITFunction:
     def _key(self, values):
         key, spec, runtime = [], [], []
         for p, v in zip(self.params, values):
-            explicit_constexpr = isinstance(v, constexpr)
-            if explicit_constexpr:
-                v = v.value
-            if p.is_constexpr or explicit_constexpr:
-                if not isinstance(v, _STATIC_TYPES) and launcher.pointer_arg(v, p.what):
-                    raise TypeError(f"{p.what} is tl.constexpr, but a tensor was passed")
-                key.append(("c", _key_of(v, p.what)))
-                spec.append((p.name, "const", v))
-                continue
-            if v is None:
-                key.append(("c", None))
-                spec.append((p.name, "const", None))
-                continue
-            t = type(v)
-            if t is not bool and t is not int and t is not float:
-                v = python_scalar(v)
-                t = type(v)
-            if t is bool:
-                key.append(("i1",))
-                spec.append((p.name, "arg", tl.int1, False))
-                runtime.append(v)
-            elif t is int or isinstance(v, int):
-                if v == 1 and not p.do_not_specialize:
-                    key.append(("c1",))
-                    spec.append((p.name, "const", 1))
-                    continue
-                try:
-                    d = launcher.int_dtype(v)
-                except TypeError as e:
-                    raise TypeError(f"{p.what}: {e}") from None
-                div16 = not p.do_not_specialize and v % 16 == 0
-                key.append((d.name, div16))
-                spec.append((p.name, "arg", d, div16))
-                runtime.append(v)
-            elif t is float or isinstance(v, float):
-                key.append(("fp32",))
-                spec.append((p.name, "arg", tl.float32, False))
-                runtime.append(v)
-            else:
-                ptr = launcher.pointer_arg(v, p.what)
-                if ptr is None and type(v) is TensorDescriptor:
-                    _key_descriptor(p, v, key, spec, runtime)
-                    continue
-                if ptr is None:
-                    raise TypeError(f"{p.what} has unsupported type {type(v).__name__} (expected "
-                                    "a tensor, an int, a float, a bool or None)")
-                aligned = ptr.aligned16 and not p.do_not_specialize_on_alignment
-                key.append(("*" + ptr.dtype.name, aligned))
-                spec.append((p.name, "ptr", ptr.dtype, aligned))
-                runtime.append(ptr)
+            self._key_one(p, v, key, spec, runtime)
         return tuple(key), spec, runtime
+
+    def _key_one(self, p, v, key, spec, runtime):
+        """Appends the key, spec and runtime values of parameter p's value v."""
+        explicit_constexpr = isinstance(v, constexpr)
+        if explicit_constexpr:
+            v = v.value
+        if p.is_constexpr or explicit_constexpr:
+            if not isinstance(v, _STATIC_TYPES) and launcher.pointer_arg(v, p.what):
+                raise TypeError(f"{p.what} is tl.constexpr, but a tensor was passed")
+            key.append(("c", _key_of(v, p.what)))
+            spec.append((p.name, "const", v))
+            return
+        if v is None:
+            key.append(("c", None))
+            spec.append((p.name, "const", None))
+            return
+        if type(v) is tuple:
+            _key_tuple(self, p, v, key, spec, runtime)
+            return
+        t = type(v)
+        if t is not bool and t is not int and t is not float:
+            v = python_scalar(v)
+            t = type(v)
+        if t is bool:
+            key.append(("i1",))
+            spec.append((p.name, "arg", tl.int1, False))
+            runtime.append(v)
+        elif t is int or isinstance(v, int):
+            if v == 1 and not p.do_not_specialize:
+                key.append(("c1",))
+                spec.append((p.name, "const", 1))
+                return
+            try:
+                d = launcher.int_dtype(v)
+            except TypeError as e:
+                raise TypeError(f"{p.what}: {e}") from None
+            div16 = not p.do_not_specialize and v % 16 == 0
+            key.append((d.name, div16))
+            spec.append((p.name, "arg", d, div16))
+            runtime.append(v)
+        elif t is float or isinstance(v, float):
+            key.append(("fp32",))
+            spec.append((p.name, "arg", tl.float32, False))
+            runtime.append(v)
+        else:
+            ptr = launcher.pointer_arg(v, p.what)
+            if ptr is None and type(v) is TensorDescriptor:
+                _key_descriptor(p, v, key, spec, runtime)
+                return
+            if ptr is None:
+                raise TypeError(f"{p.what} has unsupported type {type(v).__name__} (expected "
+                                "a tensor, an int, a float, a bool or None)")
+            aligned = ptr.aligned16 and not p.do_not_specialize_on_alignment
+            key.append(("*" + ptr.dtype.name, aligned))
+            spec.append((p.name, "ptr", ptr.dtype, aligned))
+            runtime.append(ptr)
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
         options = {}
@@ -423,6 +431,28 @@ def _key_descriptor(p, desc, key, spec, runtime):
             runtime.append(n)
     key.append(("desc", tuple(keys), tuple(desc.block_shape), desc.padding))
     spec.append((p.name, "group", DescriptorParam(parts, desc.block_shape, desc.padding)))
+
+
+class TupleParam:
+    """A tuple argument: each element is a parameter of its own (`<param>__<i>`, specialised like
+    any argument, tuples nested), gathered back into a tuple in the kernel."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def build(self, values):
+        return tuple(values)
+
+
+def _key_tuple(fn, p, value, key, spec, runtime):
+    parts, keys = [], []
+    for i, v in enumerate(value):
+        q = copy.copy(p)
+        q.name, q.what = f"{p.name}__{i}", f"{p.what}[{i}]"
+        fn._key_one(q, v, keys, spec, runtime)
+        parts.append(q.name)
+    key.append(("tuple", tuple(keys)))
+    spec.append((p.name, "group", TupleParam(parts)))
 
 
 def _uses_device(values):

@@ -647,6 +647,8 @@ class CodeGenerator:
                        lambda: self.visit_stmts(node.orelse), bool(node.orelse))
 
     def _scalar_condition(self, cond, what, node):
+        if cond.type.is_block() and cond.numel == 1:  # a one-element tensor, as in Triton
+            cond = cond.item()
         if cond.type.is_block():
             raise self.error(f"the condition of `{what}` must be a scalar, but it is a tensor "
                              f"of shape {list(cond.type.shape)} (use tl.where to choose "

@@ -1,0 +1,67 @@
+"""Tuples as kernel arguments (each element specialised like an argument of its own, nested
+tuples too) and `if`/`while` on a one-element tensor, as Triton allows, on the CPU executor."""
+
+import numpy as np
+import pytest
+
+import tritium as triton
+import tritium.language as tl
+
+
+@triton.jit
+def _tuple_kernel(ptrs, scalars, nested, N: tl.constexpr):
+    src, dst = ptrs
+    scale, shift = scalars
+    offs = tl.arange(0, N)
+    x = tl.load(src + offs) * scale + shift
+    inner_ptr, (k, flag) = nested
+    if flag:
+        x = x + k
+    tl.store(dst + offs, x)
+    tl.store(inner_ptr + offs, offs)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_tuple_arguments(flag):
+    x = np.arange(8, dtype=np.float32)
+    y = np.full(8, np.nan, np.float32)
+    z = np.full(8, -1, np.int32)
+    _tuple_kernel[(1,)]((x, y), (2.0, 16), (z, (100, flag)), N=8)
+    np.testing.assert_array_equal(y, x * 2 + 16 + (100 if flag else 0))
+    np.testing.assert_array_equal(z, np.arange(8))
+
+
+def test_tuple_elements_specialise_separately():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    z = np.zeros(8, np.int32)
+    _tuple_kernel[(1,)]((x, y), (2.0, 16), (z, (1, True)), N=8)   # 1 specialises as a constant
+    _tuple_kernel[(1,)]((x, y), (2.0, 16), (z, (7, True)), N=8)
+    np.testing.assert_array_equal(y, x * 2 + 16 + 7)
+    assert len(_tuple_kernel.cache) >= 2
+
+
+def test_tuple_of_unsupported_values_is_a_clear_error():
+    with pytest.raises(TypeError, match=r"argument 'ptrs' of _tuple_kernel\[1\]"):
+        _tuple_kernel[(1,)]((np.zeros(8, np.float32), object()), (1.0, 1), (np.zeros(8, np.int32),
+                                                                         (1, True)), N=8)
+
+
+@triton.jit
+def _one_element_condition_kernel(p, out):
+    x = tl.load(p + tl.arange(0, 1))
+    if x > 0:
+        tl.store(out, 1.0)
+    else:
+        tl.store(out, -1.0)
+    i = tl.zeros([1], tl.int32)
+    while i < 3:
+        i += 1
+    tl.store(out + 1, i.to(tl.float32).item())
+
+
+@pytest.mark.parametrize("v,want", [(2.0, 1.0), (-2.0, -1.0)])
+def test_if_and_while_on_a_one_element_tensor(v, want):
+    out = np.full(2, np.nan, np.float32)
+    _one_element_condition_kernel[(1,)](np.array([v], np.float32), out)
+    np.testing.assert_array_equal(out, [want, 3.0])
