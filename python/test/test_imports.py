@@ -155,7 +155,7 @@ LAYERS = [
     ("tritium.runtime",),
     ("tritium.compiler",),
     ("tritium.testing",),
-    ("tritium.jit", "tritium.compile_api", "tritium.autotuner"),
+    ("tritium.jit", "tritium.compile_api", "tritium.autotuner", "tritium.torch_op"),
     ("tritium.inductor",),
 ]
 
