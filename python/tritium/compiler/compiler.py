@@ -25,6 +25,7 @@ from ..runtime import cache as _cache
 from ..runtime.cuda import GPUKernel
 from ..runtime.debug import bounds_metadata
 from ..runtime.launcher import CompiledKernel  # noqa: F401 -- Triton's import path
+from .dump import dump_stages
 from .pipeline import compile_tile
 
 DEFAULT_NUM_WARPS = 4
@@ -145,7 +146,7 @@ def _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, name
                 return kernel
     if times is not None:
         times["lookup"] = _ms(t0)
-    tile = compile_tile(jit_fn, params, name, times)
+    tile = compile_tile(jit_fn, params, name, times, dump=False)
     return _Pending(tile, target, num_warps, num_stages, bool(bounds_check), store, key, times,
                     t0)
 
@@ -184,6 +185,7 @@ def _finish(p, res):
         raise RuntimeError(f"internal error: kernel {tile.name!r} has {len(tile.arg_names)} "
                            f"runtime arguments but its PTX {len(metadata['params'])} parameters")
     kernel = GPUKernel(res["name"], asm, metadata, tile)
+    dump_stages(res["name"], asm, metadata)
     times = p.times
     if times is not None:
         times["ptx"] = float(res.get("ptx_ms", 0.0))

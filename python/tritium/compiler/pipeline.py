@@ -16,6 +16,7 @@ import time
 from ..errors import CompilationError, ExecutionError, load_C, user_error_args
 from ..runtime.launcher import CompiledKernel, convert_runtime_args, normalize_grid
 from . import codegen
+from .dump import dump_dir, dump_stages
 
 
 def check_roundtrip_enabled():
@@ -83,12 +84,13 @@ def _ms(t0):
     return (time.perf_counter() - t0) * 1e3
 
 
-def compile_tile(jit_fn, params, name=None, times=None):
+def compile_tile(jit_fn, params, name=None, times=None, dump=True):
     """Builds and optimises one specialisation of `jit_fn`: a TileKernel.
 
     params: the specialisation (codegen.build_kernel's). times: a dict that
     receives, in ms, the AST walk ("ast") and the tile passes ("tile"), or
-    None (TRITIUM_COMPILE_TIMES; the round-trip checks are not timed)."""
+    None (TRITIUM_COMPILE_TIMES; the round-trip checks are not timed). dump: write the stages
+    to TRITIUM_DUMP_DIR when it is set (the GPU compile writes them with its own)."""
     C = load_C()
     check = check_roundtrip_enabled()
     t0 = time.perf_counter()
@@ -110,4 +112,6 @@ def compile_tile(jit_fn, params, name=None, times=None):
         times["tile"] = _ms(t0)
     if check:
         _check_roundtrip(C, module, "after the pass pipeline", kernel_name)
+    if dump and dump_dir() is not None:
+        dump_stages(kernel_name, asm)
     return TileKernel(kernel_name, module, asm, params, stats)
