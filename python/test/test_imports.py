@@ -157,15 +157,21 @@ LAYERS = [
     ("tritium.testing",),
     ("tritium.jit", "tritium.compile_api", "tritium.autotuner", "tritium.torch_op"),
     ("tritium.inductor",),
+    ("tritium.tools.compile",),  # the AOT tool drives the whole compiler
 ]
 
 
 def _layer(module):
     if module in NATIVE:
         return -1
+    # The layer of the longest prefix that names the module.
+    best, best_len = None, -1
     for i, prefixes in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return i
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = i, len(p)
+    if best is not None:
+        return best
     assert module == "tritium", f"{module} is in no layer: add it to LAYERS"
     return len(LAYERS)
 
