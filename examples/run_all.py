@@ -11,7 +11,8 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "matmul", "block_ptr_matmul"]
+EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "matmul", "block_ptr_matmul", "dropout",
+            "fused_attention"]
 
 
 def _ensure_tritium_importable():
