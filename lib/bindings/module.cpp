@@ -5,6 +5,7 @@
 
 #include "tritium/exec/executor.h"
 #include "tritium/gpu/layouts.h"
+#include "tritium/gpu/linear_layout.h"
 #include "tritium/ir/printer.h"
 #include "tritium/ir/verifier.h"
 #include "tritium/target/nvidia/pipeline.h"
@@ -102,6 +103,27 @@ void bindTools(py::module_ &m) {
   });
 
   m.def("verify", [](const Module &mod) { verify(mod); }, py::arg("module"));
+  // Which thread (warp * 32 + lane) and register hold each element of a
+  // tensor of `shape` in a GPU layout (its text form): a list of (warp, lane,
+  // register, coordinate), for tritium.tools.layout's pictures.
+  m.def(
+      "layout_elements",
+      [](const std::string &text, const std::vector<int64_t> &shape) {
+        size_t pos = 0;
+        const gpu::GPULayout *l = gpu::parseLayout(text, pos, shape);
+        if (!l || pos != text.size())
+          throw py::value_error("not a GPU layout: " + text);
+        gpu::LinearLayout ll = l->toLinear(shape);
+        py::list out;
+        for (int w = 0; w < ll.numWarps(); ++w)
+          for (int lane = 0; lane < (int)ll.inSize(gpu::kLane); ++lane)
+            for (int r = 0; r < ll.numRegs(); ++r) {
+              gpu::Basis c = ll.apply(r, lane, w);
+              out.append(py::make_tuple(w, lane, r, py::tuple(py::cast(c))));
+            }
+        return out;
+      },
+      py::arg("layout"), py::arg("shape"));
   m.def("default_pipeline", &defaultPipeline);
   m.def("all_passes", [] {
     std::vector<std::string> names;
