@@ -1,5 +1,6 @@
 """TRITIUM_DUMP_DIR: every compile writes its stages (tile IR as generated and after the tile
-passes; for the GPU also GPU IR, PTX, cubin and metadata) to a folder of its own."""
+passes; for the GPU also GPU IR, PTX, cubin and metadata) to a folder of its own; and the
+registers and spills ptxas reports in compiled.metadata."""
 
 import json
 import os
@@ -48,3 +49,19 @@ def test_dump_dir_gets_every_stage(tmp_path):
     assert ".entry add" in (folder / "kernel.ptx").read_text()
     meta = json.loads((folder / "metadata.json").read_text())
     assert meta["target"] == "sm_90a" and meta["num_warps"] == 4
+
+
+def test_metadata_has_registers_and_spills():
+    import shutil  # noqa: PLC0415
+    import tritium  # noqa: PLC0415
+    if not (shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas")):
+        import pytest  # noqa: PLC0415
+        pytest.skip("no ptxas")
+    from _dot_kernels import persistent_matmul_kernel as k  # noqa: PLC0415
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
+           "stride_cm": "i32", "stride_cn": "i32"}
+    c = tritium.compile(k, signature=sig, target="sm_90a", use_cache=False,
+                        constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "NUM_SMS": 4,
+                                    "WS": False})
+    assert 16 < c.metadata["n_regs"] <= 255 and c.metadata["n_spills"] == 0

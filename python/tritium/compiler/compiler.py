@@ -17,6 +17,7 @@ Entry points:
 """
 
 import os
+import re
 import sys
 import time
 
@@ -178,6 +179,13 @@ def _finish(p, res):
         "params": [[str(k), str(n)] for k, n in res["params"]],
         "ptxas_log": res.get("ptxas_log", ""),
     }
+    # Registers and spills as ptxas reports them (Triton's n_regs / n_spills); absent without
+    # ptxas (the driver's JIT compiles the PTX at load time).
+    regs = re.search(r"Used (\d+) registers", metadata["ptxas_log"])
+    spills = re.search(r"(\d+) bytes spill stores", metadata["ptxas_log"])
+    if regs:
+        metadata["n_regs"] = int(regs.group(1))
+        metadata["n_spills"] = int(spills.group(1)) if spills else 0
     if p.bounds_check:
         metadata["bounds_check"] = bounds_metadata(res)
         metadata["debug"] = True
