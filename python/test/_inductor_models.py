@@ -9,12 +9,17 @@ process). Prints one JSON line per model:
 
 import copy
 import json
+import os
 import sys
 import traceback
 
 import tritium.inductor
 
 tritium.inductor.install()
+
+# Under the sanitizer job this interpreter has the ASan runtime preloaded; the native compilers
+# Inductor may start must not (their leak report at exit would hang the pipe).
+os.environ.pop("LD_PRELOAD", None)
 
 import torch  # noqa: E402
 import torch._dynamo  # noqa: E402
