@@ -97,22 +97,6 @@ def launcher(kernel, q, k, v, o, causal, sm_scale, cfg):
     return run
 
 
-def best_config(kernel, args, configs, reps):
-    best, errors = None, []
-    for cfg in configs:
-        try:
-            run = launcher(kernel, *args, cfg)
-            run()
-            torch.cuda.synchronize()
-            ms = common.time_ms(run, reps=reps)
-        except Exception as e:  # a config one compiler cannot build is skipped, as autotuning does
-            errors.append(f"{cfg}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-            continue
-        if best is None or ms < best[0]:
-            best = (ms, cfg)
-    return best, errors
-
-
 def main():
     args = common.parse_args(__doc__)
     if not torch.cuda.is_available():
@@ -143,8 +127,9 @@ def main():
         ref = sdpa().float()
         res = {"sdpa": (common.time_ms(sdpa, reps=args.reps), None, 0.0)}
         for name, kern in impls.items():
-            best, errors = best_config(kern, (q, k, v, o, causal, sm_scale), configs,
-                                       max(args.reps // 4, 10))
+            best, errors = common.best_config(
+                lambda cfg: launcher(kern, q, k, v, o, causal, sm_scale, cfg), configs,
+                max(args.reps // 4, 10))
             if best is None:
                 rows.append({"bench": "attention", "case": case, "impl": name, "ok": False,
                              "error": "; ".join(errors)[:400]})

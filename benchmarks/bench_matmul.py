@@ -86,23 +86,6 @@ def triton_cdiv(a, b):
     return (a + b - 1) // b
 
 
-def best_config(kernel, a, b, c, configs, reps):
-    """(ms, cfg, error) of the fastest config that compiles and runs."""
-    best, errors = None, []
-    for cfg in configs:
-        try:
-            run = launcher(kernel, a, b, c, cfg)
-            run()
-            torch.cuda.synchronize()
-            ms = common.time_ms(run, reps=reps)
-        except Exception as e:  # a config one compiler cannot build is skipped, as autotuning does
-            errors.append(f"{cfg}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-            continue
-        if best is None or ms < best[0]:
-            best = (ms, cfg)
-    return best, errors
-
-
 def main():
     args = common.parse_args(__doc__)
     if not torch.cuda.is_available():
@@ -149,7 +132,8 @@ def main():
             if target:
                 os.environ["TRITIUM_TARGET"] = target
             try:
-                best, errors = best_config(kern, a, b, c, configs, max(args.reps // 4, 10))
+                best, errors = common.best_config(lambda cfg: launcher(kern, a, b, c, cfg), configs,
+                                                  max(args.reps // 4, 10))
                 if best is not None:
                     ms, cfg = best
                     common.poison_(c)

@@ -110,6 +110,26 @@ def host_us_per_launch(fn, n=20000):
     return best
 
 
+def best_config(make_run, configs, reps):
+    """((ms, cfg) of the fastest config that compiles and runs, or None; errors) where
+    make_run(cfg) returns the launch. A config one compiler cannot build is skipped, as
+    autotuning does, and its error kept for the report."""
+    import torch  # noqa: PLC0415
+    best, errors = None, []
+    for cfg in configs:
+        try:
+            run = make_run(cfg)
+            run()
+            torch.cuda.synchronize()
+            ms = time_ms(run, reps=reps)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{cfg}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+            continue
+        if best is None or ms < best[0]:
+            best = (ms, cfg)
+    return best, errors
+
+
 def measure_copy_gbps(nbytes=2 << 30):
     """Device-to-device copy bandwidth (read + write) in GB/s."""
     src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()

@@ -121,13 +121,12 @@ struct Web {
       if (it == uses.end())
         continue;
       for (auto [u, i] : it->second)
-        visitUse(v, l, u, i, work);
+        visitUse(l, u, i, work);
     }
   }
 
-  void visitUse(Value *v, const GPULayout *l, Operation *u, unsigned i,
+  void visitUse(const GPULayout *l, Operation *u, unsigned i,
                 std::deque<Value *> &work) {
-    (void)v;
     if (isLayoutConversion(*u)) {
       // A conversion between two layouts of convert-to-gpu's (blocked, or
       // slices of blocked) is looked through: its result joins the web and
@@ -216,8 +215,7 @@ int64_t gain(const Web &web) {
   return g;
 }
 
-void apply(Function &f, const Web &web, PassStats &stats) {
-  (void)f;
+void apply(const Web &web, PassStats &stats) {
   // Operands flowing in and uses flowing out, read before any retyping.
   std::vector<std::tuple<Operation *, unsigned, const GPULayout *>> convIn,
       convOut;
@@ -267,7 +265,7 @@ void propagateLayouts(Module &m, const PipelineOptions &, PassStats &stats) {
         Web web;
         web.build(c, collectUses(f));
         if (web.ok && gain(web) > 0) {
-          apply(f, web, stats);
+          apply(web, stats);
           changed = true;
         }
       }

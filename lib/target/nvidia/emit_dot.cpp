@@ -331,20 +331,6 @@ bool ownsFreshRegisters(Operation &op, unsigned i) {
   return uses == 1;
 }
 
-/// Whether `v` is a constant zero (through layout conversions).
-bool isZero(Value *v) {
-  Operation *def = v->definingOp();
-  while (def && gpu::isLayoutConversion(*def))
-    def = def->operand(0)->definingOp();
-  if (!def || def->code() != OpCode::Constant)
-    return false;
-  const Attribute &a = def->attrs().at("value");
-  if (const auto *i = std::get_if<int64_t>(&a))
-    return *i == 0;
-  if (const auto *f = std::get_if<double>(&a))
-    return *f == 0.0;
-  return false;
-}
 
 /// One operand of wgmma in shared memory: its descriptor (PTX ISA, "matrix
 /// descriptor": start address, leading and stride byte offsets, all >> 4,
@@ -521,7 +507,7 @@ struct WgmmaDot {
     bool inPlace = loop != nullptr;
     // A zero accumulator (qk = tl.dot(q, k)) is not materialised: the first
     // K step runs with scale-d false (d = a * b).
-    bool zeroC = !inPlace && isZero(op.operand(2));
+    bool zeroC = !inPlace && isConstantZero(op.operand(2));
     // An fp32/int32 accumulator in fresh registers of its own (an
     // arithmetic result, attention's rescaled acc * alpha) that nothing else
     // reads is updated in place instead of copied first.

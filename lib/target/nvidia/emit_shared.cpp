@@ -369,25 +369,7 @@ void emitLocalLoad(Emitter &e, Operation &op) {
 
 /// True when `v` is a constant zero (or absent): cp.async fills masked-off
 /// elements with zeros only.
-bool isZeroOrAbsent(Value *v) {
-  if (!v)
-    return true;
-  Operation *def = v->definingOp();
-  // `other=0.0` for an fp8 or fp16 load arrives as a float cast of a zero
-  // constant; a cast of +0 is +0 in every format.
-  while (def && (def->code() == OpCode::TruncF || def->code() == OpCode::ExtF))
-    def = def->operand(0)->definingOp();
-  if (!def || def->code() != OpCode::Constant)
-    return false;
-  const Attribute &a = def->attrs().at("value");
-  if (const auto *i = std::get_if<int64_t>(&a))
-    return *i == 0;
-  if (const auto *f = std::get_if<double>(&a))
-    return *f == 0.0 && !std::signbit(*f);
-  if (const auto *b = std::get_if<bool>(&a))
-    return !*b;
-  return false;
-}
+bool isZeroOrAbsent(Value *v) { return !v || isConstantZero(v); }
 
 /// The copy as ld.global + st.shared, element by element: for the copies
 /// cp.async cannot make (fewer than 4 bytes per access, a non-zero

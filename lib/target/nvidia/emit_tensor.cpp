@@ -6,6 +6,7 @@
 
 #include "tritium/gpu/passes.h"
 
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -241,6 +242,23 @@ bool emitTensorOp(Emitter &e, Operation &op) {
   default:
     return false;
   }
+}
+
+bool isConstantZero(Value *v) {
+  Operation *def = v->definingOp();
+  while (def && (gpu::isLayoutConversion(*def) || def->code() == OpCode::TruncF ||
+                 def->code() == OpCode::ExtF))
+    def = def->operand(0)->definingOp();
+  if (!def || def->code() != OpCode::Constant)
+    return false;
+  const Attribute &a = def->attrs().at("value");
+  if (const auto *i = std::get_if<int64_t>(&a))
+    return *i == 0;
+  if (const auto *f = std::get_if<double>(&a))
+    return *f == 0.0 && !std::signbit(*f);
+  if (const auto *b = std::get_if<bool>(&a))
+    return !*b;
+  return false;
 }
 
 } // namespace tritium::nvidia

@@ -214,6 +214,11 @@ bool emitDot(Emitter &e, Operation &op);
 /// PTX integer type of an op on dtype t: "s32", "u16" (8-bit ints compute in
 /// 16 bits).
 std::string intType(DType t, bool signedOp);
+/// Whether `v` is a constant zero (+0.0, 0 or false), through layout
+/// conversions and float casts (a cast of +0 is +0 in every format): what
+/// cp.async may fill masked-off elements with, and a wgmma accumulator that
+/// need not be materialised.
+bool isConstantZero(Value *v);
 /// Bit type of a register class: "b16", "b32", ...
 std::string bitType(RC c);
 /// Re-extends an 8-bit int to the signedness an op needs.

@@ -179,13 +179,13 @@ tensor.cumprod = _cumprod_method
 # every dtype (no arithmetic), and lowered like any tl.reduce.
 
 
-def _pick(y, axis, which):
+def _pick(y, axis, which, keep=True):
     """The elements of y at index `which` (0 or 1) of its size-2 dim `axis`
-    (kept, of size 1)."""
+    (kept, of size 1, when `keep`; a size-1 dim picks its one element)."""
     b = _builder()
     block = _combine_block([y.handle], "tl.flip",
                            lambda lhs, rhs: rhs[0] if which else lhs[0])
-    return tensor(b.reduce_combine([y.handle], axis, True, block)[0])
+    return tensor(b.reduce_combine([y.handle], axis, keep, block)[0])
 
 
 def _bit(rank, axis):

@@ -6,7 +6,7 @@ the GPU.
 Every one of them is exact: elements are selected, never computed (a float's -0.0 and NaN
 payloads survive), and histogram counts in int32."""
 from . import core
-from .combine import _bit, _combine_block
+from .combine import _bit, _combine_block, _pick
 from .core import _builder, _unwrap, builtin, tensor
 
 
@@ -18,13 +18,6 @@ def _tensor(x, what):
     if not isinstance(x, tensor):
         raise TypeError(f"{what} expects tensors, got {x!r}")
     return x
-
-
-def _take(y, axis, which, keep):
-    """The elements of y at index `which` (0 or 1) of its size-2 dim `axis` (kept, of size 1,
-    when `keep`)."""
-    block = _combine_block([y.handle], "tl.split", lambda lhs, rhs: rhs[0] if which else lhs[0])
-    return tensor(_builder().reduce_combine([y.handle], axis, keep, block)[0])
 
 
 @builtin
@@ -48,7 +41,7 @@ def split(a):
     if not shape or shape[-1] != 2:
         raise ValueError(f"tl.split expects a last dim of size 2, got shape {shape}")
     axis = len(shape) - 1
-    return _take(a, axis, 0, False), _take(a, axis, 1, False)
+    return _pick(a, axis, 0, False), _pick(a, axis, 1, False)
 
 
 @builtin
@@ -106,8 +99,7 @@ def _item(self):
         raise ValueError(f"item() needs a tensor of one element, got shape {shape}")
     y = self
     for axis in reversed(range(len(shape))):  # drop the size-1 dims, last first
-        block = _combine_block([y.handle], "item()", lambda lhs, rhs: lhs[0])
-        y = tensor(_builder().reduce_combine([y.handle], axis, False, block)[0])
+        y = _pick(y, axis, 0, keep=False)
     return y
 
 
@@ -169,5 +161,5 @@ def topk(input, k, dim=None):
     while int(_unwrap(y.shape[-2])) > 1:
         m = int(_unwrap(y.shape[-2]))
         y = core.reshape(y, shape[:-1] + [2, m // 2, kk])
-        y = _take(y, len(shape) - 1, 0, False)
+        y = _pick(y, len(shape) - 1, 0, False)
     return core.reshape(y, shape[:-1] + [kk])
