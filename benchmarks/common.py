@@ -113,8 +113,10 @@ def host_us_per_launch(fn, n=20000):
 def best_config(make_run, configs, reps):
     """((ms, cfg) of the fastest config that compiles and runs, or None; errors) where
     make_run(cfg) returns the launch. A config one compiler cannot build is skipped, as
-    autotuning does, and its error kept for the report."""
+    autotuning does, and its error kept for the report. BENCH_CONFIGS=1 in the environment
+    prints every config's time."""
     import torch  # noqa: PLC0415
+    verbose = os.environ.get("BENCH_CONFIGS") == "1"
     best, errors = None, []
     for cfg in configs:
         try:
@@ -125,6 +127,8 @@ def best_config(make_run, configs, reps):
         except Exception as e:  # noqa: BLE001
             errors.append(f"{cfg}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
             continue
+        if verbose:
+            print(f"    config {cfg}: {ms:.4f} ms", flush=True)
         if best is None or ms < best[0]:
             best = (ms, cfg)
     return best, errors

@@ -6,25 +6,28 @@
 //   %x = tt.load %ptr[, %mask[, %other]]    -- its only user is
 //   %m = ttg.local_alloc %x                 -- read only by ttg.local_load
 //                                              or ttng.warp_group_dot
-// With S = num_stages buffers and a lookahead of D iterations the loop
+// With S = num_stages, B buffers and a lookahead of D iterations the loop
 // becomes
-//   %bufs = ttg.local_alloc : !ttg.memdesc<S x tile, mutable>   (per load)
+//   %bufs = ttg.local_alloc : !ttg.memdesc<B x tile, mutable>   (per load)
 //   copies of iterations 0..D-1 into buffers 0..D-1, one commit group each
-//   scf.for ... (iter args ..., %read = 0, [%lag = S-1,] %write = D) {
+//   scf.for ... (iter args ..., %read = 0, [%lag = B-1,] %write = D) {
 //     ttg.async_wait {num = D-1}      -- the group of this iteration is done
 //     copies of iteration i+D into buffer %write; one commit group
 //     ... ttg.local_load (ttg.memdesc_index %bufs, %read), %wait ...
-//     scf.yield ..., (%read + 1) mod S, %read[, %lag]
+//     scf.yield ..., (%read + 1) mod B, %read[, %lag]
 //   }
 //   ttg.async_wait {num = 0}; ttg.local_dealloc %bufs
-// D = S-1 (every buffer but the one being read is being filled), except
-// where a ttng.warp_group_dot reads a buffer and S >= 3: then D = S-2 and
-// the dots get {async = true}. An async wgmma of iteration i-1 may still
-// read buffer (i-1) mod S while iteration i runs (the emitter keeps one
-// wgmma group in flight), so iteration i must not write it: with D = S-2 it
-// writes (i+S-2) mod S = (i-2) mod S, whose wgmma group the wait_group 1 of
-// iteration i-1 retired. With S = 2 there is no such buffer to spare: D = 1
-// and the dots stay synchronous.
+// B = S and D = S-1 (every buffer but the one being read is being filled),
+// except where a ttng.warp_group_dot reads a buffer: then the dots get
+// {async = true}, and an async wgmma of iteration i-1 may still read buffer
+// (i-1) mod B while iteration i runs (the emitter keeps one wgmma group in
+// flight), so iteration i must not write it. B = S+1 buffers keep the
+// lookahead D = S-1 (as Triton does: num_stages counts the stages of the
+// loads, not the buffers): iteration i writes (i+S-1) mod (S+1) =
+// (i-2) mod B, whose wgmma group the wait_group 1 of iteration i-1
+// retired. When S+1 tiles would not fit the target's shared memory, B = S
+// and D = S-2 for S >= 3 (the same argument), and the dots stay
+// synchronous for S = 2.
 //
 // Outline:
 //  1. The loop qualifies when it is innermost, its step is a positive
@@ -56,7 +59,7 @@
 //     args through j clones of their update) and its copies into buffer j,
 //     masked off where iteration j does not run, one commit group per j.
 //  5. Body: the wait, the slice for i+D and its copies into buffer
-//     %write (= (i+D) mod S = (i-(S-D)) mod S, read by iteration i-(S-D),
+//     %write (= (i+D) mod B = (i-(B-D)) mod B, read by iteration i-(B-D),
 //     which is done before every thread passed the barrier insert-barriers
 //     puts after the wait -- for an async wgmma, done by the wait_group 1
 //     that follows the next iteration's wgmma), masked off past the end.
@@ -64,11 +67,11 @@
 //     take the wait's token; the wgmmas are ordered after the wait by
 //     program order. The original tt.load and local_alloc are erased, and
 //     so are the slice ops left without users. The buffer indices: %read is
-//     i mod S, advanced by an increment and a wrap; %write is the %read of
-//     S-D iterations back, carried through S-D iter args that each yield
-//     the one before (%write = %read of the last iteration when D = S-1, a
-//     %lag in between when D = S-2). Carrying costs register moves where
-//     computing (%read + D) mod S would cost an add, a compare and a select
+//     i mod B, advanced by an increment and a wrap; %write is the %read of
+//     B-D iterations back, carried through B-D iter args that each yield
+//     the one before (%write = %read of the last iteration when D = B-1, a
+//     %lag in between when D = B-2). Carrying costs register moves where
+//     computing (%read + D) mod B would cost an add, a compare and a select
 //     per iteration.
 //  6. After the loop: wait for every group, deallocate the buffers. (The
 //     wgmma of the last iteration may still be in flight when the loop
@@ -116,6 +119,7 @@ struct Candidate {
 struct Plan {
   Operation *loop = nullptr;
   int stages = 0;
+  int buffers = 0;   // B: S, or S+1 for async wgmma (see the top of the file)
   int lookahead = 0; // D: the copies run D iterations ahead (S-1 or S-2)
   std::vector<Operation *> asyncDots; // the wgmmas to mark {async = true}
   int64_t step = 0;
@@ -185,11 +189,38 @@ bool collectSlice(Operation *loop, Value *v, std::set<Operation *> &ops,
   return true;
 }
 
+/// Whether the emitter will leave `dot`'s wgmma group in flight across
+/// iterations (emit_dot.cpp's asyncLoop): an fp32/int32 accumulator carried
+/// by `loop` directly, whose result only the yield reads. A dot whose
+/// result the iteration reads itself (attention's q @ k^T) waits for its
+/// group at once, and an extra buffer would buy nothing.
+bool accumulatesAcrossIterations(Operation *loop, Operation *dot) {
+  if (dot->result(0)->type()->element()->dtype() == DType::FP16)
+    return false;
+  Value *c = dot->operand(2);
+  Block &body = bodyOf(loop);
+  if (c->ownerBlock() != &body || c->index() == 0 ||
+      dot->parentBlock() != &body)
+    return false;
+  int usesD = 0;
+  bool yielded = false;
+  loop->walk([&](Operation *u) {
+    for (unsigned i = 0; i < u->numOperands(); ++i)
+      if (u->operand(i) == dot->result(0)) {
+        ++usesD;
+        yielded = u == body.terminator() && i == c->index() - 1;
+      }
+  });
+  return usesD == 1 && yielded;
+}
+
 /// Step 1 and the candidates of step 2.
-std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
+std::optional<Plan> analyze(Function &f, Operation *loop, int stages,
+                            int64_t maxSharedBytes) {
   Plan p;
   p.loop = loop;
   p.stages = stages;
+  p.buffers = stages;
   Block &body = bodyOf(loop);
   bool innermostPure = true;
   for (auto &op : body.ops())
@@ -275,10 +306,14 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   // written in it); another shared value made in the body would be
   // overwritten by the next iteration's local_alloc while being read.
   p.lookahead = stages - 1;
-  if (stages >= 3) {
+  if (stages >= 2) {
     std::set<Value *> pipelined;
-    for (const Candidate &c : p.loads)
+    int64_t tileBytes = 0;
+    for (const Candidate &c : p.loads) {
       pipelined.insert(c.alloc->result(0));
+      const Type *t = c.alloc->result(0)->type();
+      tileBytes += t->numElements() * bitWidth(t->element()->dtype()) / 8;
+    }
     std::set<Operation *> seen;
     for (const Candidate &c : p.loads)
       for (Operation *r : c.reads) {
@@ -288,11 +323,18 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
         for (unsigned k = 0; k < 2; ++k)
           safe = safe && (pipelined.count(r->operand(k)) ||
                           !definedInside(loop, r->operand(k)));
-        if (safe)
+        if (safe && accumulatesAcrossIterations(loop, r))
           p.asyncDots.push_back(r);
       }
-    if (!p.asyncDots.empty())
-      p.lookahead = stages - 2;
+    if (!p.asyncDots.empty()) {
+      if ((stages + 1) * tileBytes <= maxSharedBytes) {
+        p.buffers = stages + 1; // the buffer an async wgmma still reads
+      } else if (stages >= 3) {
+        p.lookahead = stages - 2; // no room for it: one lookahead less
+      } else {
+        p.asyncDots.clear(); // S = 2 and no room: synchronous dots
+      }
+    }
   }
 
   // Step 3: which ahead iter args move ahead in place. Everything that
@@ -389,7 +431,7 @@ public:
     // Step 4: the buffers and the prologue.
     for (const Candidate &c : p_.loads) {
       const Type *one = c.alloc->result(0)->type();
-      std::vector<int64_t> shape{p_.stages};
+      std::vector<int64_t> shape{p_.buffers};
       shape.insert(shape.end(), one->shape().begin(), one->shape().end());
       Emitter at{pre.block, pre.pos, c.alloc->loc()};
       Value *bufs = at.op(OpCode::LocalAlloc, {},
@@ -441,8 +483,8 @@ public:
     Value *read = addIter(pre.constant(0, i32));
     read->nameHint = "read_idx";
     std::vector<Value *> lag;
-    for (int m = 1; m <= p_.stages - D; ++m) {
-      lag.push_back(addIter(pre.constant(p_.stages - m, i32)));
+    for (int m = 1; m <= p_.buffers - D; ++m) {
+      lag.push_back(addIter(pre.constant(p_.buffers - m, i32)));
       lag.back()->nameHint = "lag_idx";
     }
     Value *write = lag.back();
@@ -494,7 +536,7 @@ public:
     }
     Emitter end{&body_, body_.find(yield), loop->loc()};
     Value *inc = end.op(OpCode::AddI, {read, end.constant(1, i32)}, i32);
-    Value *wrap = end.cmp("eq", inc, end.constant(p_.stages, i32));
+    Value *wrap = end.cmp("eq", inc, end.constant(p_.buffers, i32));
     Value *nextRead =
         end.op(OpCode::Select, {wrap, end.constant(0, i32), inc}, i32);
     yield->operands().push_back(nextRead);
@@ -607,7 +649,8 @@ void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
       if (stages <= 1)
         continue;
       std::optional<Plan> plan =
-          analyze(*f, loop, (int)std::min<int64_t>(stages, kMaxStages));
+          analyze(*f, loop, (int)std::min<int64_t>(stages, kMaxStages),
+                  opts.target.maxSharedBytes());
       if (!plan)
         continue;
       // The prologue grows with S, and S tiles would not fit shared memory

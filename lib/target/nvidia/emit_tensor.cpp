@@ -23,8 +23,10 @@ int64_t dot(const gpu::Basis &c, const std::vector<int64_t> &w) {
 
 /// Elements per shared-memory access: consecutive registers whose indices
 /// are consecutive (and whose thread offsets keep the vector aligned), up
-/// to 4 elements and 16 bytes. With XOR bases too: when every other basis
-/// steps by a multiple of the vector, XORing them leaves its low bits alone.
+/// to 16 bytes and 4 elements, or 8 for 16-bit types (packed in pairs into
+/// 32-bit words: PTX vectors have at most 4 members). With XOR bases too:
+/// when every other basis steps by a multiple of the vector, XORing them
+/// leaves its low bits alone.
 int sharedVector(const gpu::LinearLayout &ll, const std::vector<int64_t> &w,
                  int64_t eb, bool isPred) {
   if (isPred)
@@ -39,7 +41,7 @@ int sharedVector(const gpu::LinearLayout &ll, const std::vector<int64_t> &w,
       ++run;
     consecutive = int64_t(1) << run;
   }
-  int64_t v = std::min<int64_t>({consecutive, 4, 16 / eb});
+  int64_t v = std::min<int64_t>({consecutive, eb == 2 ? 8 : 4, 16 / eb});
   // Every vector must start at a multiple of its length: all other bases
   // (the register bits above the vector, lanes, warps) step by multiples.
   auto aligned = [&](int64_t v) {
@@ -87,6 +89,46 @@ std::string vecList(const Regs &r, size_t from, int v) {
   return s + "}";
 }
 
+/// The scratch of a move through shared memory holds the operand in
+/// row-major order with its 16-byte chunks XOR-swizzled by row, so that
+/// neither side's accesses pile onto a few banks: an mma accumulator written
+/// to rows of 512 bytes puts the eight rows of a quad group's column in the
+/// same bank unswizzled (8-way conflicts), and a column-wise read the same.
+/// Chunk bits [c, c+n) of the flat element index are XORed with the row
+/// bits [r, r+n) chosen so that the 8 chunks of a 128-byte bank line come
+/// from 8 different rows. Bits below a chunk never change: vectors of up to
+/// 16 bytes stay contiguous and aligned. The map is GF(2)-linear and a
+/// permutation of the scratch, so addresses stay XORs of per-bit parts.
+struct ScratchSwizzle {
+  int chunkBit = 0, rowBit = 0, bits = 0;
+  int64_t apply(int64_t flat) const {
+    if (bits == 0)
+      return flat;
+    int64_t mask = (int64_t(1) << bits) - 1;
+    return flat ^ (((flat >> rowBit) & mask) << chunkBit);
+  }
+};
+
+ScratchSwizzle scratchSwizzle(const Type *src, int64_t eb) {
+  ScratchSwizzle sw;
+  const auto &shape = src->shape();
+  if (shape.size() < 2 || eb > 16)
+    return sw;
+  int64_t rowLen = shape.back(), rows = src->numElements() / rowLen;
+  int lenBits = log2Exact(rowLen), ebBits = log2Exact(eb);
+  if (lenBits < 0 || ebBits < 0 || rows < 2)
+    return sw;
+  int chunkElemBits = 4 - ebBits;            // elements per 16-byte chunk
+  int chunkBits = lenBits - chunkElemBits;   // chunks per row
+  if (chunkBits <= 0)
+    return sw; // a row fits one chunk: 8 consecutive rows fill a line
+  int rowsPerLineBits = std::max(0, 7 - (lenBits + ebBits));
+  sw.bits = std::min(3, chunkBits);
+  sw.chunkBit = chunkElemBits;
+  sw.rowBit = lenBits + rowsPerLineBits;
+  return sw;
+}
+
 } // namespace
 
 std::string memType(const Type *elem, bool forLoad) {
@@ -102,22 +144,52 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   std::string base = e.scratch(op);
   const gpu::LinearLayout &ls = gpu::linearOf(src), &ld = gpu::linearOf(dst);
   std::vector<int64_t> strides = gpu::rowMajorStrides(src->shape());
+  const ScratchSwizzle sw = scratchSwizzle(src, eb);
+  // 16-bit elements move in pairs packed into 32-bit words.
+  const bool packed = eb == 2 && !isPred && !elem->isPointer();
 
-  e.sharedWriteBegins(op);
-  std::string thrS = e.threadLinear(src, strides);
-  std::string addrS = e.reg(RC::B32);
-  e.ins("mad.lo.s32 " + addrS + ", " + thrS + ", " + std::to_string(eb) + ", " +
-        base);
-  std::string owner = ownersOnly ? e.ownerPred(src) : "";
-  std::string guard = owner.empty() ? "" : "@" + owner + " ";
-  // The address of a register: the thread's address, or (XOR layouts) the
-  // thread's part XORed with the register's overlapping bits; the rest of
-  // the register's part is the immediate offset.
-  auto addressOf = [&](const Type *t, const std::vector<int64_t> &w,
-                       std::map<std::string, std::string> &addrs,
-                       const gpu::Basis &regCoord) {
-    auto [thr, imm] = e.threadLinearAt(t, w, dot(regCoord, w));
-    std::string &a = addrs[thr];
+  // A side's thread part of the element index S(dot(coord, w)) (S the
+  // swizzle): a register holding it and the bits it may have.
+  struct Side {
+    const Type *t;
+    const std::vector<int64_t> &w;
+    std::string thr;
+    uint64_t mask = 0;
+    std::map<std::string, std::string> addrs; // thread part -> address
+  };
+  auto sideOf = [&](const Type *t, const std::vector<int64_t> &w) {
+    Side side{t, w, "", 0, {}};
+    if (sw.bits == 0)
+      return side; // threadLinearAt per register, as without a swizzle
+    std::optional<gpu::LinearLayout> f = gpu::linearFunction(gpu::linearOf(t), w);
+    if (!f)
+      e.internalError(op, "the move to " + dst->str() +
+                              " is not GF(2)-linear: no swizzled scratch");
+    std::vector<int64_t> fl, fw;
+    for (const gpu::Basis &b : f->bases(gpu::kLane))
+      side.mask |= uint64_t(fl.emplace_back(sw.apply(b[0])));
+    for (const gpu::Basis &b : f->bases(gpu::kWarp))
+      side.mask |= uint64_t(fw.emplace_back(sw.apply(b[0])));
+    std::string key = "swizzled " + gpu::layoutOf(t)->str();
+    for (int64_t d : t->shape())
+      key += "x" + std::to_string(d);
+    key += "|";
+    for (int64_t x : w)
+      key += std::to_string(x) + ",";
+    key += "|" + std::to_string(sw.chunkBit) + "," + std::to_string(sw.rowBit) +
+           "," + std::to_string(sw.bits);
+    side.thr = e.threadValue(key, fl, fw, /*additive=*/false);
+    return side;
+  };
+  // The address of the element a register holds: a register with the
+  // thread's part (XORed with the register's overlapping bits) and an
+  // immediate byte offset with the rest.
+  auto addressOf = [&](Side &side, const gpu::Basis &regCoord) {
+    auto [thr, imm] =
+        sw.bits == 0
+            ? e.threadLinearAt(side.t, side.w, dot(regCoord, side.w))
+            : e.xorSplit(side.thr, side.mask, sw.apply(dot(regCoord, side.w)));
+    std::string &a = side.addrs[thr];
     if (a.empty()) {
       a = e.reg(RC::B32);
       e.ins("mad.lo.s32 " + a + ", " + thr + ", " + std::to_string(eb) +
@@ -125,13 +197,22 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
     }
     return std::make_pair(a, imm * eb);
   };
-  std::map<std::string, std::string> addrsS{{thrS, addrS}}, addrsD;
+  auto access = [&](const char *what, int v, bool forLoad) {
+    if (packed && v >= 2)
+      return std::string(what) + (v > 2 ? ".v" + std::to_string(v / 2) : "") +
+             ".b32";
+    return std::string(what) + (v > 1 ? ".v" + std::to_string(v) : "") + "." +
+           sharedType(elem, forLoad);
+  };
+
+  e.sharedWriteBegins(op);
+  Side sideS = sideOf(src, strides);
+  std::string owner = ownersOnly ? e.ownerPred(src) : "";
+  std::string guard = owner.empty() ? "" : "@" + owner + " ";
   int vs = sharedVector(ls, strides, eb, isPred);
-  std::string st = "st.shared" +
-                   (vs > 1 ? ".v" + std::to_string(vs) : std::string()) + "." +
-                   sharedType(elem, false);
+  std::string st = access("st.shared", vs, false);
   for (int r = 0; r < ls.numRegs(); r += vs) {
-    auto [addr, off] = addressOf(src, strides, addrsS, ls.regCoord(r));
+    auto [addr, off] = addressOf(sideS, ls.regCoord(r));
     Regs vals;
     for (int k = 0; k < vs; ++k) {
       std::string v = srcRegs[r + k];
@@ -142,30 +223,43 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
       }
       vals.push_back(v);
     }
+    if (packed && vs >= 2) {
+      Regs words;
+      for (int k = 0; k < vs; k += 2) {
+        words.push_back(e.reg(RC::B32));
+        e.ins("mov.b32 " + words.back() + ", {" + vals[k] + ", " +
+              vals[k + 1] + "}");
+      }
+      vals = std::move(words);
+    }
     e.ins(guard + st + " [" + addr + "+" + std::to_string(off) + "], " +
-          vecList(vals, 0, vs));
+          vecList(vals, 0, (int)vals.size()));
   }
   // Inside this op: its writes -> its reads. The barrier before its first
   // write, if any, is a gpu.barrier op (--insert-barriers).
   e.barrier();
-  std::string thrD = e.threadLinear(dst, weights);
-  std::string addrD = e.reg(RC::B32);
-  e.ins("mad.lo.s32 " + addrD + ", " + thrD + ", " + std::to_string(eb) + ", " +
-        base);
-  addrsD[thrD] = addrD;
+  Side sideD = sideOf(dst, weights);
   int vd = sharedVector(ld, weights, eb, isPred);
-  std::string ldi = "ld.shared" +
-                    (vd > 1 ? ".v" + std::to_string(vd) : std::string()) + "." +
-                    sharedType(elem, true);
+  std::string ldi = access("ld.shared", vd, true);
   RC rc = isPred ? RC::B16 : regClass(elem);
   Regs out(ld.numRegs());
   for (int r = 0; r < ld.numRegs(); r += vd) {
-    auto [addr, off] = addressOf(dst, weights, addrsD, ld.regCoord(r));
+    auto [addr, off] = addressOf(sideD, ld.regCoord(r));
     Regs got;
     for (int k = 0; k < vd; ++k)
       got.push_back(e.reg(rc));
-    e.ins(ldi + " " + vecList(got, 0, vd) + ", [" + addr + "+" +
-          std::to_string(off) + "]");
+    if (packed && vd >= 2) {
+      Regs words;
+      for (int k = 0; k < vd; k += 2)
+        words.push_back(e.reg(RC::B32));
+      e.ins(ldi + " " + vecList(words, 0, (int)words.size()) + ", [" + addr +
+            "+" + std::to_string(off) + "]");
+      for (int k = 0; k < vd; k += 2)
+        e.ins("mov.b32 {" + got[k] + ", " + got[k + 1] + "}, " + words[k / 2]);
+    } else {
+      e.ins(ldi + " " + vecList(got, 0, vd) + ", [" + addr + "+" +
+            std::to_string(off) + "]");
+    }
     for (int k = 0; k < vd; ++k) {
       if (isPred) {
         std::string p = e.reg(RC::Pred);
