@@ -110,6 +110,28 @@ std::optional<LinearLayout> linearFunction(const LinearLayout &ll,
   return LinearLayout(std::move(ins), {{kFlat, int64_t(1) << top}});
 }
 
+ScratchSwizzle scratchSwizzle(const Type *src, int64_t elemBytes) {
+  ScratchSwizzle sw;
+  const auto &shape = src->shape();
+  if (shape.size() < 2 || elemBytes > 16)
+    return sw;
+  int64_t rowLen = shape.back(), rows = src->numElements() / rowLen;
+  int lenBits = log2Exact(rowLen), ebBits = log2Exact(elemBytes);
+  if (lenBits < 0 || ebBits < 0 || rows < 2)
+    return sw;
+  int chunkElemBits = 4 - ebBits;          // log2 elements per 16-byte chunk
+  int chunkBits = lenBits - chunkElemBits; // log2 chunks per row
+  if (chunkBits <= 0)
+    return sw; // a row fits one chunk: 8 consecutive rows fill a line
+  // Rows shorter than a 128-byte line share it: XOR with the row bits
+  // above those that already pick a line's part.
+  int rowsPerLineBits = std::max(0, 7 - (lenBits + ebBits));
+  sw.bits = std::min(3, chunkBits);
+  sw.chunkBit = chunkElemBits;
+  sw.rowBit = lenBits + rowsPerLineBits;
+  return sw;
+}
+
 MovementPlan planMovement(const Type *src, const Type *dst,
                           const std::vector<int64_t> &weights) {
   const LinearLayout &s = linearOf(src);

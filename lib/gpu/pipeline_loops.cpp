@@ -6,28 +6,26 @@
 //   %x = tt.load %ptr[, %mask[, %other]]    -- its only user is
 //   %m = ttg.local_alloc %x                 -- read only by ttg.local_load
 //                                              or ttng.warp_group_dot
-// With S = num_stages, B buffers and a lookahead of D iterations the loop
-// becomes
-//   %bufs = ttg.local_alloc : !ttg.memdesc<B x tile, mutable>   (per load)
+// With S = num_stages buffers and a lookahead of D = S-1 iterations the
+// loop becomes
+//   %bufs = ttg.local_alloc : !ttg.memdesc<S x tile, mutable>   (per load)
 //   copies of iterations 0..D-1 into buffers 0..D-1, one commit group each
-//   scf.for ... (iter args ..., %read = 0, [%lag = B-1,] %write = D) {
+//   scf.for ... (iter args ..., %read = 0, %write = D) {
 //     ttg.async_wait {num = D-1}      -- the group of this iteration is done
 //     copies of iteration i+D into buffer %write; one commit group
 //     ... ttg.local_load (ttg.memdesc_index %bufs, %read), %wait ...
-//     scf.yield ..., (%read + 1) mod B, %read[, %lag]
+//     scf.yield ..., (%read + 1) mod S, %read
 //   }
 //   ttg.async_wait {num = 0}; ttg.local_dealloc %bufs
-// B = S and D = S-1 (every buffer but the one being read is being filled),
-// except where a ttng.warp_group_dot reads a buffer: then the dots get
-// {async = true}, and an async wgmma of iteration i-1 may still read buffer
-// (i-1) mod B while iteration i runs (the emitter keeps one wgmma group in
-// flight), so iteration i must not write it. B = S+1 buffers keep the
-// lookahead D = S-1 (as Triton does: num_stages counts the stages of the
-// loads, not the buffers): iteration i writes (i+S-1) mod (S+1) =
-// (i-2) mod B, whose wgmma group the wait_group 1 of iteration i-1
-// retired. When S+1 tiles would not fit the target's shared memory, B = S
-// and D = S-2 for S >= 3 (the same argument), and the dots stay
-// synchronous for S = 2.
+// Every buffer but the one being read is being filled. Where a
+// ttng.warp_group_dot reads the buffers and carries its accumulator to the
+// next iteration, it becomes {async = true}: the emitter leaves its group in
+// flight (wgmma.wait_group 1), so the wgmma of iteration i-1 may still read
+// buffer (i-1) mod S = (i+D) mod S when iteration i starts. The copies of
+// iteration i+D then go after the last such dot, whose wait_group 1 retired
+// the wgmma of iteration i-1 (insert-barriers puts a barrier between them,
+// so that every warp's retired too): the order Triton uses, with the same
+// S buffers, so a config takes the shared memory it takes there.
 //
 // Outline:
 //  1. The loop qualifies when it is innermost, its step is a positive
@@ -59,20 +57,19 @@
 //     args through j clones of their update) and its copies into buffer j,
 //     masked off where iteration j does not run, one commit group per j.
 //  5. Body: the wait, the slice for i+D and its copies into buffer
-//     %write (= (i+D) mod B = (i-(B-D)) mod B, read by iteration i-(B-D),
-//     which is done before every thread passed the barrier insert-barriers
-//     puts after the wait -- for an async wgmma, done by the wait_group 1
-//     that follows the next iteration's wgmma), masked off past the end.
+//     %write (= (i+D) mod S = (i-1) mod S, read by iteration i-1), masked
+//     off past the end: at the top of the body, where every thread's reads
+//     of iteration i-1 are done once it passed the barrier insert-barriers
+//     puts after the wait; after the last async wgmma, whose wait_group 1
+//     retired the wgmma of iteration i-1 (and a barrier follows it).
 //     The local_alloc's result is replaced by buffer %read; the local_loads
 //     take the wait's token; the wgmmas are ordered after the wait by
 //     program order. The original tt.load and local_alloc are erased, and
 //     so are the slice ops left without users. The buffer indices: %read is
-//     i mod B, advanced by an increment and a wrap; %write is the %read of
-//     B-D iterations back, carried through B-D iter args that each yield
-//     the one before (%write = %read of the last iteration when D = B-1, a
-//     %lag in between when D = B-2). Carrying costs register moves where
-//     computing (%read + D) mod B would cost an add, a compare and a select
-//     per iteration.
+//     i mod S, advanced by an increment and a wrap; %write is the %read of
+//     the iteration before, carried through an iter arg. Carrying costs a
+//     register move where computing (%read + D) mod S would cost an add, a
+//     compare and a select per iteration.
 //  6. After the loop: wait for every group, deallocate the buffers. (The
 //     wgmma of the last iteration may still be in flight when the loop
 //     exits: the emitter retires it, wait_group 0, before the ops after
@@ -119,8 +116,8 @@ struct Candidate {
 struct Plan {
   Operation *loop = nullptr;
   int stages = 0;
-  int buffers = 0;   // B: S, or S+1 for async wgmma (see the top of the file)
-  int lookahead = 0; // D: the copies run D iterations ahead (S-1 or S-2)
+  int lookahead = 0; // D: the copies run D iterations ahead (S-1)
+  bool lateCopies = false; // the copies follow the async wgmmas
   std::vector<Operation *> asyncDots; // the wgmmas to mark {async = true}
   int64_t step = 0;
   std::vector<Candidate> loads;
@@ -215,12 +212,10 @@ bool accumulatesAcrossIterations(Operation *loop, Operation *dot) {
 }
 
 /// Step 1 and the candidates of step 2.
-std::optional<Plan> analyze(Function &f, Operation *loop, int stages,
-                            int64_t maxSharedBytes) {
+std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   Plan p;
   p.loop = loop;
   p.stages = stages;
-  p.buffers = stages;
   Block &body = bodyOf(loop);
   bool innermostPure = true;
   for (auto &op : body.ops())
@@ -308,12 +303,8 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages,
   p.lookahead = stages - 1;
   if (stages >= 2) {
     std::set<Value *> pipelined;
-    int64_t tileBytes = 0;
-    for (const Candidate &c : p.loads) {
+    for (const Candidate &c : p.loads)
       pipelined.insert(c.alloc->result(0));
-      const Type *t = c.alloc->result(0)->type();
-      tileBytes += t->numElements() * bitWidth(t->element()->dtype()) / 8;
-    }
     std::set<Operation *> seen;
     for (const Candidate &c : p.loads)
       for (Operation *r : c.reads) {
@@ -326,15 +317,8 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages,
         if (safe && accumulatesAcrossIterations(loop, r))
           p.asyncDots.push_back(r);
       }
-    if (!p.asyncDots.empty()) {
-      if ((stages + 1) * tileBytes <= maxSharedBytes) {
-        p.buffers = stages + 1; // the buffer an async wgmma still reads
-      } else if (stages >= 3) {
-        p.lookahead = stages - 2; // no room for it: one lookahead less
-      } else {
-        p.asyncDots.clear(); // S = 2 and no room: synchronous dots
-      }
-    }
+    if (!p.asyncDots.empty())
+      p.lateCopies = true;
   }
 
   // Step 3: which ahead iter args move ahead in place. Everything that
@@ -431,7 +415,7 @@ public:
     // Step 4: the buffers and the prologue.
     for (const Candidate &c : p_.loads) {
       const Type *one = c.alloc->result(0)->type();
-      std::vector<int64_t> shape{p_.buffers};
+      std::vector<int64_t> shape{p_.stages};
       shape.insert(shape.end(), one->shape().begin(), one->shape().end());
       Emitter at{pre.block, pre.pos, c.alloc->loc()};
       Value *bufs = at.op(OpCode::LocalAlloc, {},
@@ -478,33 +462,38 @@ public:
       }
       aheadArg[k] = addIter(cur[k]);
     }
-    // %read = i mod S, then lag[m-1] = (i-m) mod S for m = 1..S-D; the
-    // last is %write = (i+D) mod S.
+    // %read = i mod S and %write = (i-1) mod S = (i+D) mod S.
     Value *read = addIter(pre.constant(0, i32));
     read->nameHint = "read_idx";
-    std::vector<Value *> lag;
-    for (int m = 1; m <= p_.buffers - D; ++m) {
-      lag.push_back(addIter(pre.constant(p_.buffers - m, i32)));
-      lag.back()->nameHint = "lag_idx";
-    }
-    Value *write = lag.back();
+    Value *write = addIter(pre.constant(p_.stages - 1, i32));
     write->nameHint = "write_idx";
 
-    // The top of the body: wait, then the copies of iteration i+D.
+    // The top of the body: the wait; then the copies of iteration i+D,
+    // there too, or after the last async wgmma (whose wait_group 1 retired
+    // the wgmma of iteration i-1 that read the buffer they overwrite).
     Emitter top{&body_, body_.ops().begin(), loop->loc()};
     Value *wait = top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
                          {{"num", int64_t(D - 1)}});
-    Value *distance = top.constant(D * p_.step, ivType);
+    Emitter copies = top;
+    if (p_.lateCopies) {
+      Operation *last = nullptr;
+      for (auto &op : body_.ops())
+        if (std::find(p_.asyncDots.begin(), p_.asyncDots.end(), op.get()) !=
+            p_.asyncDots.end())
+          last = op.get();
+      copies = Emitter{&body_, std::next(body_.find(last)), loop->loc()};
+    }
+    Value *distance = copies.constant(D * p_.step, ivType);
     Value *iv = body_.argument(0);
-    Value *ivAhead = top.op(OpCode::AddI, {iv, distance}, ivType);
+    Value *ivAhead = copies.op(OpCode::AddI, {iv, distance}, ivType);
     ivAhead->nameHint = "iv_ahead";
-    Value *runs = top.cmp(
-        "ugt", top.op(OpCode::SubI, {ub, iv}, ivType), distance);
+    Value *runs = copies.cmp(
+        "ugt", copies.op(OpCode::SubI, {ub, iv}, ivType), distance);
     std::map<Value *, Value *> map{{iv, ivAhead}};
     for (unsigned k : p_.ahead)
       map[body_.argument(k + 1)] = aheadArg[k];
-    cloneSlice(top, map);
-    issueCopies(top, map, runs, write);
+    cloneSlice(copies, map);
+    issueCopies(copies, map, runs, write);
 
     // This iteration reads buffer %read.
     for (size_t i = 0; i < p_.loads.size(); ++i) {
@@ -536,13 +525,11 @@ public:
     }
     Emitter end{&body_, body_.find(yield), loop->loc()};
     Value *inc = end.op(OpCode::AddI, {read, end.constant(1, i32)}, i32);
-    Value *wrap = end.cmp("eq", inc, end.constant(p_.buffers, i32));
+    Value *wrap = end.cmp("eq", inc, end.constant(p_.stages, i32));
     Value *nextRead =
         end.op(OpCode::Select, {wrap, end.constant(0, i32), inc}, i32);
     yield->operands().push_back(nextRead);
     yield->operands().push_back(read);
-    for (size_t m = 0; m + 1 < lag.size(); ++m)
-      yield->operands().push_back(lag[m]);
     for (Operation *dot : p_.asyncDots)
       dot->setAttr("async", true);
 
@@ -649,8 +636,7 @@ void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
       if (stages <= 1)
         continue;
       std::optional<Plan> plan =
-          analyze(*f, loop, (int)std::min<int64_t>(stages, kMaxStages),
-                  opts.target.maxSharedBytes());
+          analyze(*f, loop, (int)std::min<int64_t>(stages, kMaxStages));
       if (!plan)
         continue;
       // The prologue grows with S, and S tiles would not fit shared memory

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace tritium;
@@ -170,11 +171,12 @@ std::vector<Access> sharedAccesses(const std::string &ptx, int64_t tid) {
 /// Checks, for every thread of `numWarps` warps, that the shared accesses
 /// of `ptx` come in `phases` (store or load, in a layout of a tensor with
 /// `cols` columns), each register at 4 * its element's row-major index
-/// (plus the scratch's offset, taken from thread 0's first store).
+/// under the scratch's swizzle `sw` (plus the scratch's offset, taken from
+/// thread 0's first store).
 void expectAddresses(
     const std::string &ptx,
     const std::vector<std::pair<bool, const LinearLayout *>> &phases,
-    int64_t cols, int numWarps) {
+    int64_t cols, int numWarps, const ScratchSwizzle &sw) {
   // A scratch's offset, from thread 0's first store into it; the same for
   // every thread.
   std::vector<int64_t> bases(phases.size(), 0);
@@ -189,7 +191,7 @@ void expectAddresses(
         ASSERT_EQ(a.store, phases[ph].first) << "phase " << ph;
         for (int k = 0; k < a.vec; ++k, ++r) {
           Basis c = ll.apply(r, tid % 32, tid / 32);
-          int64_t want = 4 * (c[0] * cols + c[1]);
+          int64_t want = 4 * sw.apply(c[0] * cols + c[1]);
           if (tid == 0 && ph % 2 == 0 && r == 0)
             bases[ph] = bases[ph + 1] = a.addr - want;
           ASSERT_EQ(a.addr + 4 * k, bases[ph] + want)
@@ -249,8 +251,13 @@ TEST(XorLayouts, SharedMemoryAddressesFollowTheXorMap) {
   LinearLayout lb = parse(kBlocked, {32, 32})->toLinear({32, 32});
   LinearLayout lx = parse(kXorLayout, {32, 32})->toLinear({32, 32});
   // The four phases: store blocked, load XOR, store XOR, load blocked.
+  // The scratch's 16-byte chunks are XOR-swizzled by row (3 bits).
+  ScratchSwizzle sw = scratchSwizzle(
+      Type::tensor(Type::scalar(DType::FP32), {32, 32}, parse(kBlocked, {32, 32})),
+      4);
+  ASSERT_EQ(sw.bits, 3);
   expectAddresses(ptx, {{true, &lb}, {false, &lx}, {true, &lx}, {false, &lb}},
-                  32, 4);
+                  32, 4, sw);
 }
 
 /// An mma.sync accumulator and a dot operand (disjoint bases, copies across
@@ -284,8 +291,56 @@ TEST(XorLayouts, MmaLayoutsMoveThroughSharedMemory) {
   LinearLayout lm = parse(mma, {32, 32})->toLinear({32, 32});
   LinearLayout la = parse(dotA, {32, 32})->toLinear({32, 32});
   LinearLayout lb = parse(kBlocked, {32, 32})->toLinear({32, 32});
+  ScratchSwizzle sw = scratchSwizzle(
+      Type::tensor(Type::scalar(DType::FP32), {32, 32}, parse(kBlocked, {32, 32})),
+      4);
   expectAddresses(ptx, {{true, &lm}, {false, &lb}, {true, &la}, {false, &lb}},
-                  32, 4);
+                  32, 4, sw);
+}
+
+/// The scratch swizzle, by brute force over row lengths and element sizes:
+/// a permutation of the scratch that keeps every 16-byte chunk whole, and
+/// the write an mma accumulator makes (a quad group's 8 rows at one column,
+/// 4 lanes x 4 bytes each) or a column-wise read (8 rows, one 16-byte
+/// chunk each) touches 8 different chunks of the 128-byte bank lines: no
+/// bank conflicts where row-major rows of 128 bytes or more had 8-way ones.
+TEST(ScratchSwizzle, PermutesWholeChunksAndSpreadsAColumnOverTheBanks) {
+  registerLayoutParser();
+  for (int64_t eb : {1, 2, 4, 8}) {
+    for (int64_t cols : {8, 16, 32, 64, 128, 256}) {
+      int64_t rows = 64, n = rows * cols;
+      const char *blocked = "#ttg.blocked<{sizePerThread = [1, 1], "
+                            "threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], "
+                            "order = [1, 0]}>";
+      DType dt = eb == 1 ? DType::I8 : eb == 2 ? DType::FP16
+                 : eb == 4 ? DType::FP32 : DType::FP64;
+      ScratchSwizzle sw = scratchSwizzle(
+          Type::tensor(Type::scalar(dt), {rows, cols}, parse(blocked, {rows, cols})),
+          eb);
+      std::string at = "eb " + std::to_string(eb) + " cols " + std::to_string(cols);
+      std::vector<bool> seen(n, false);
+      int64_t chunk = 16 / std::min<int64_t>(eb, 16);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t j = sw.apply(i);
+        ASSERT_GE(j, 0) << at;
+        ASSERT_LT(j, n) << at;
+        ASSERT_FALSE(seen[j]) << at << ": " << i << " -> " << j;
+        seen[j] = true;
+        ASSERT_EQ(j % chunk, i % chunk) << at; // within-chunk bits kept
+      }
+      if (cols * eb < 16)
+        continue; // a row within one chunk: consecutive rows already differ
+      // One column (its chunk) over 8 consecutive rows: 8 distinct chunks
+      // of a 128-byte line (bank groups), for every column and row group.
+      for (int64_t r0 = 0; r0 < rows; r0 += 8)
+        for (int64_t c = 0; c < cols; c += chunk) {
+          std::set<int64_t> lines;
+          for (int64_t r = r0; r < r0 + 8; ++r)
+            lines.insert((sw.apply(r * cols + c) * eb / 16) % 8);
+          EXPECT_EQ(lines.size(), 8u) << at << " rows " << r0 << " column " << c;
+        }
+    }
+  }
 }
 
 } // namespace

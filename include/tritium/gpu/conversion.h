@@ -27,6 +27,29 @@ struct MovementPlan {
   int64_t scratchBytes = 0;
 };
 
+/// The scratch of a move through shared memory holds the operand in
+/// row-major order with its 16-byte chunks XOR-swizzled by row, so that
+/// neither side's accesses pile onto a few banks: an mma accumulator written
+/// to rows of 512 bytes puts the eight rows of a quad group's column in the
+/// same bank unswizzled (8-way conflicts), and a column-wise read the same.
+/// Chunk bits [chunkBit, chunkBit+bits) of the flat element index are XORed
+/// with its bits [rowBit, rowBit+bits), chosen so that the 8 chunks of a
+/// 128-byte bank line come from 8 different rows. Bits below a chunk never
+/// change, so vectors of up to 16 bytes stay contiguous and aligned; the
+/// map is GF(2)-linear and a permutation of the scratch, so an address
+/// stays the XOR of per-bit parts.
+struct ScratchSwizzle {
+  int chunkBit = 0, rowBit = 0, bits = 0; // bits == 0: row-major as is
+  int64_t apply(int64_t flat) const {
+    if (bits == 0)
+      return flat;
+    int64_t mask = (int64_t(1) << bits) - 1;
+    return flat ^ (((flat >> rowBit) & mask) << chunkBit);
+  }
+};
+/// The swizzle of the scratch holding `src` (elements of `elemBytes`).
+ScratchSwizzle scratchSwizzle(const Type *src, int64_t elemBytes);
+
 /// How `src` (a GPU tensor type) becomes `dst` under `weights`: in
 /// registers when every thread holds, in its registers, the operand
 /// elements its result registers take, the same register for every thread

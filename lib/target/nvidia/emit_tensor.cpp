@@ -89,46 +89,6 @@ std::string vecList(const Regs &r, size_t from, int v) {
   return s + "}";
 }
 
-/// The scratch of a move through shared memory holds the operand in
-/// row-major order with its 16-byte chunks XOR-swizzled by row, so that
-/// neither side's accesses pile onto a few banks: an mma accumulator written
-/// to rows of 512 bytes puts the eight rows of a quad group's column in the
-/// same bank unswizzled (8-way conflicts), and a column-wise read the same.
-/// Chunk bits [c, c+n) of the flat element index are XORed with the row
-/// bits [r, r+n) chosen so that the 8 chunks of a 128-byte bank line come
-/// from 8 different rows. Bits below a chunk never change: vectors of up to
-/// 16 bytes stay contiguous and aligned. The map is GF(2)-linear and a
-/// permutation of the scratch, so addresses stay XORs of per-bit parts.
-struct ScratchSwizzle {
-  int chunkBit = 0, rowBit = 0, bits = 0;
-  int64_t apply(int64_t flat) const {
-    if (bits == 0)
-      return flat;
-    int64_t mask = (int64_t(1) << bits) - 1;
-    return flat ^ (((flat >> rowBit) & mask) << chunkBit);
-  }
-};
-
-ScratchSwizzle scratchSwizzle(const Type *src, int64_t eb) {
-  ScratchSwizzle sw;
-  const auto &shape = src->shape();
-  if (shape.size() < 2 || eb > 16)
-    return sw;
-  int64_t rowLen = shape.back(), rows = src->numElements() / rowLen;
-  int lenBits = log2Exact(rowLen), ebBits = log2Exact(eb);
-  if (lenBits < 0 || ebBits < 0 || rows < 2)
-    return sw;
-  int chunkElemBits = 4 - ebBits;            // elements per 16-byte chunk
-  int chunkBits = lenBits - chunkElemBits;   // chunks per row
-  if (chunkBits <= 0)
-    return sw; // a row fits one chunk: 8 consecutive rows fill a line
-  int rowsPerLineBits = std::max(0, 7 - (lenBits + ebBits));
-  sw.bits = std::min(3, chunkBits);
-  sw.chunkBit = chunkElemBits;
-  sw.rowBit = lenBits + rowsPerLineBits;
-  return sw;
-}
-
 } // namespace
 
 std::string memType(const Type *elem, bool forLoad) {
@@ -144,7 +104,7 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   std::string base = e.scratch(op);
   const gpu::LinearLayout &ls = gpu::linearOf(src), &ld = gpu::linearOf(dst);
   std::vector<int64_t> strides = gpu::rowMajorStrides(src->shape());
-  const ScratchSwizzle sw = scratchSwizzle(src, eb);
+  const gpu::ScratchSwizzle sw = gpu::scratchSwizzle(src, eb);
   // 16-bit elements move in pairs packed into 32-bit words.
   const bool packed = eb == 2 && !isPred && !elem->isPointer();
 
