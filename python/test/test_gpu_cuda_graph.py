@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 
 import tritium as triton  # noqa: E402
 import tritium.language as tl  # noqa: E402
-from tritium.errors import ExecutionError  # noqa: E402
+from tritium.errors import ExecutionError, load_C  # noqa: E402
 
 DEV = "cuda"
 
@@ -84,9 +84,13 @@ def test_graph_of_several_launches_replays_with_new_data():
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
 
+    kernels = (_add_kernel, _softmax_kernel, _layer_norm_kernel)
+    hits = [load_C().fast_stats(k._fast)["hits"] for k in kernels]
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         _pipeline(x, y, w, b, s, p, out)
+    # each captured launch went through the C++ fast path (torch's current stream from C++)
+    assert [load_C().fast_stats(k._fast)["hits"] for k in kernels] == [h + 1 for h in hits]
     for _ in range(3):
         _randomise_(x, y, w, b)
         for t in (s, p, out):
