@@ -58,7 +58,10 @@ def strides(x):
 
 
 def gpu_available():
-    """True when torch is installed and sees a CUDA GPU (imports torch only if installed)."""
+    """True when torch is installed and sees a CUDA GPU (imports torch only if installed), unless
+    TRITIUM_EXAMPLES_CPU_ONLY=1 asks for the CPU checks alone."""
+    if os.environ.get("TRITIUM_EXAMPLES_CPU_ONLY", "") not in ("", "0"):
+        return False
     try:
         import torch  # noqa: PLC0415
     except ImportError:
