@@ -12,9 +12,12 @@ as for Triton: swap the imports for `import triton` / `import triton.language as
 Run: python3 examples/block_ptr_matmul.py
 """
 
+import os
 import sys
 
 import numpy as np
+
+from _bench import benchmark, gpu_available, nan_like, strides, triton_twin
 
 import tritium as triton
 import tritium.language as tl
@@ -59,22 +62,21 @@ def descriptor_matmul_kernel(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr,
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], accumulator.to(tl.float16))
 
 
-def matmul(a, b, use_descriptors, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32):
+def matmul(a, b, use_descriptors, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, num_warps=4, num_stages=2):
     M, K = a.shape
     N = b.shape[1]
-    c = np.full((M, N), np.nan, dtype=np.float16)  # poisoned: an unwritten element shows as NaN
+    c = nan_like(a, (M, N))  # poisoned: an unwritten element shows as NaN
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
     if use_descriptors:
         descriptor_matmul_kernel[grid](TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K]),
                                        TensorDescriptor.from_tensor(b, [BLOCK_K, BLOCK_N]),
                                        TensorDescriptor.from_tensor(c, [BLOCK_M, BLOCK_N]), K,
-                                       BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K)
+                                       BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                                       num_warps=num_warps, num_stages=num_stages)
     else:
-        e = a.itemsize
-        block_ptr_matmul_kernel[grid](a, b, c, M, N, K, a.strides[0] // e, a.strides[1] // e,
-                                      b.strides[0] // e, b.strides[1] // e, c.strides[0] // e,
-                                      c.strides[1] // e, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                                      BLOCK_K=BLOCK_K)
+        block_ptr_matmul_kernel[grid](a, b, c, M, N, K, *strides(a), *strides(b), *strides(c),
+                                      BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                                      num_warps=num_warps, num_stages=num_stages)
     return c
 
 
@@ -94,6 +96,41 @@ def main(seed=0):
             kind = "descriptors " if use_descriptors else "block ptrs  "
             print(f"matmul {kind} M={M:<4d} N={N:<4d} K={K:<4d} max_abs_err={err:.3e}  "
                   f"{'PASS' if passed else 'FAIL'}")
+    if ok and gpu_available():
+        ok &= gpu_benchmark()
+    return ok
+
+
+def gpu_benchmark():
+    """Square fp16 products with block pointers and with descriptors, beside torch.matmul."""
+    import torch
+    twin = triton_twin(os.path.abspath(__file__))
+    cfg = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
+    sizes = [512, 1024, 2048, 4096]
+    inputs = {str(n): (torch.randn(n, n, device="cuda", dtype=torch.float16),
+                       torch.randn(n, n, device="cuda", dtype=torch.float16)) for n in sizes}
+    ok = True
+    for label, (a, b) in inputs.items():
+        ref = a.float() @ b.float()
+        for use_descriptors in (False, True):
+            c = matmul(a, b, use_descriptors, **cfg)
+            err = float((c.float() - ref).abs().max() / ref.abs().max())
+            passed = err <= 1e-2
+            ok &= passed
+            print(f"matmul {'descriptors ' if use_descriptors else 'block ptrs  '} GPU n={label:<5} "
+                  f"max_rel_err={err:.3e}  {'PASS' if passed else 'FAIL'}")
+
+    def run(module, use_descriptors):
+        return lambda label: (lambda: module.matmul(*inputs[label], use_descriptors, **cfg))
+
+    impls = {"tritium block ptr": lambda label: (lambda: matmul(*inputs[label], False, **cfg)),
+             "tritium descriptor": lambda label: (lambda: matmul(*inputs[label], True, **cfg)),
+             "torch": lambda label: (lambda: torch.matmul(*inputs[label]))}
+    if twin is not None:
+        impls["triton block ptr"] = run(twin, False)
+        impls["triton descriptor"] = run(twin, True)
+    benchmark("block_ptr_matmul", [(str(n), n) for n in sizes], impls,
+              lambda label, ms: 2 * int(label) ** 3 / ms / 1e9, "TFLOP/s", "M = N = K")
     return ok
 
 

@@ -6,9 +6,12 @@ Written exactly as for Triton (swap the imports for triton's and it runs there u
 Run: python3 examples/dropout.py
 """
 
+import os
 import sys
 
 import numpy as np
+
+from _bench import benchmark, gpu_available, nan_like, triton_twin
 
 import tritium as triton
 import tritium.language as tl
@@ -24,8 +27,10 @@ def seeded_dropout_kernel(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
 
 
 def dropout(x, p, seed, block=1024):
-    out = np.full_like(x, np.nan)
-    seeded_dropout_kernel[(triton.cdiv(x.size, block),)](x, out, x.size, p, seed, BLOCK=block)
+    assert x.ndim == 1
+    n = x.shape[0]
+    out = nan_like(x)
+    seeded_dropout_kernel[(triton.cdiv(n, block),)](x, out, n, p, seed, BLOCK=block)
     return out
 
 
@@ -43,6 +48,31 @@ def main(seed=0):
         ok &= passed
         print(f"dropout       n={n:<6d} p={p:<4} dropped={rate:.3f} same seed same mask="
               f"{np.array_equal(a, b)!s:<5} {'PASS' if passed else 'FAIL'}")
+    if ok and gpu_available():
+        ok &= gpu_benchmark()
+    return ok
+
+
+def gpu_benchmark():
+    """fp32 vectors: the GPU's mask is the CPU executor's (same seed, same Philox stream), then
+    timed beside torch.nn.functional.dropout (which draws its own mask and also writes it)."""
+    import torch
+    twin = triton_twin(os.path.abspath(__file__))
+    x_small = np.random.default_rng(1).standard_normal(5000).astype(np.float32) + 3
+    gpu = dropout(torch.from_numpy(x_small).cuda(), 0.3, 77).cpu().numpy()
+    cpu = dropout(x_small, 0.3, 77)
+    err = float(np.max(np.abs(gpu - cpu) / np.abs(x_small)))  # NaN if one was missed
+    ok = bool(np.array_equal(gpu == 0, cpu == 0)) and err <= 1e-6  # the division may round apart
+    print(f"dropout       GPU mask == CPU executor mask (n=5000) max_rel_err={err:.3e}  "
+          f"{'PASS' if ok else 'FAIL'}")
+    sizes = [2 ** k for k in range(12, 29, 4)]
+    inputs = {str(n): torch.randn(n, device="cuda") for n in sizes}
+    impls = {"tritium": lambda label: (lambda: dropout(inputs[label], 0.5, 123)),
+             "torch": lambda label: (lambda: torch.nn.functional.dropout(inputs[label], 0.5))}
+    if twin is not None:
+        impls["triton"] = lambda label: (lambda: twin.dropout(inputs[label], 0.5, 123))
+    benchmark("dropout", [(str(n), n) for n in sizes], impls,
+              lambda label, ms: 2 * 4 * int(label) / ms / 1e6, "GB/s", "elements")
     return ok
 
 

@@ -8,9 +8,12 @@ Written exactly as for Triton (swap the imports for triton's and it runs there u
 Run: python3 examples/fused_softmax.py
 """
 
+import os
 import sys
 
 import numpy as np
+
+from _bench import benchmark, gpu_available, nan_like, strides, triton_twin
 
 import tritium as triton
 import tritium.language as tl
@@ -30,13 +33,13 @@ def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK
 
 
 def softmax(x):
-    assert x.ndim == 2 and x.dtype == np.float32
+    assert x.ndim == 2 and strides(x)[1] == 1
     n_rows, n_cols = x.shape
-    out = np.full_like(x, np.nan)
+    out = nan_like(x)
     block = triton.next_power_of_2(n_cols)
-    # numpy strides are in bytes; kernels count elements
-    softmax_kernel[(n_rows,)](out, x, x.strides[0] // x.itemsize, out.strides[0] // out.itemsize, n_cols,
-                              BLOCK=block)
+    # strides in elements (numpy counts bytes)
+    softmax_kernel[(n_rows,)](out, x, strides(x)[0], strides(out)[0], n_cols, BLOCK=block,
+                              num_warps=8 if block >= 2048 else 4)
     return out
 
 
@@ -65,6 +68,29 @@ def main(seed=0):
     passed = err <= 1e-6 and not np.isnan(out).any()
     ok &= passed
     print(f"fused_softmax shape=(10, 250) strided  BLOCK=256   max_abs_err={err:.3e}  {'PASS' if passed else 'FAIL'}")
+    if ok and gpu_available():
+        ok &= gpu_benchmark()
+    return ok
+
+
+def gpu_benchmark():
+    """(4096, n) fp32 rows: checked against torch.softmax, then timed beside it."""
+    import torch
+    twin = triton_twin(os.path.abspath(__file__))
+    sizes = [256, 1024, 2048, 4096, 8192]
+    inputs = {str(n): torch.randn(4096, n, device="cuda") for n in sizes}
+    ok = True
+    for label, x in inputs.items():
+        err = float((softmax(x) - torch.softmax(x, dim=1)).abs().max())
+        passed = err <= 1e-6
+        ok &= passed
+        print(f"fused_softmax GPU (4096, {label:<5}) max_abs_err={err:.3e}  {'PASS' if passed else 'FAIL'}")
+    impls = {"tritium": lambda label: (lambda: softmax(inputs[label])),
+             "torch": lambda label: (lambda: torch.softmax(inputs[label], dim=1))}
+    if twin is not None:
+        impls["triton"] = lambda label: (lambda: twin.softmax(inputs[label]))
+    benchmark("fused_softmax", [(str(n), n) for n in sizes], impls,
+              lambda label, ms: 2 * 4 * 4096 * int(label) / ms / 1e6, "GB/s", "columns (4096 rows)")
     return ok
 
 

@@ -10,9 +10,12 @@ exactly as for Triton: swap the imports for `import triton` / `import triton.lan
 Run: python3 examples/matmul.py
 """
 
+import os
 import sys
 
 import numpy as np
+
+from _bench import benchmark, gpu_available, nan_like, strides, triton_twin
 
 import tritium as triton
 import tritium.language as tl
@@ -53,16 +56,15 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
-def matmul(a, b, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32):
+def matmul(a, b, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, num_warps=4, num_stages=2):
     M, K = a.shape
     K2, N = b.shape
-    assert K == K2 and a.dtype == b.dtype == np.float16
-    c = np.full((M, N), np.nan, dtype=np.float16)  # poisoned: an unwritten element shows as NaN
+    assert K == K2 and a.dtype == b.dtype
+    c = nan_like(a, (M, N))  # poisoned: an unwritten element shows as NaN
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
-    matmul_kernel[grid](a, b, c, M, N, K, a.strides[0] // 2, a.strides[1] // 2,
-                        b.strides[0] // 2, b.strides[1] // 2, c.strides[0] // 2,
-                        c.strides[1] // 2, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                        GROUP_M=4)
+    matmul_kernel[grid](a, b, c, M, N, K, *strides(a), *strides(b), *strides(c),
+                        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=4,
+                        num_warps=num_warps, num_stages=num_stages)
     return c
 
 
@@ -79,6 +81,32 @@ def main(seed=0):
         ok &= passed
         print(f"matmul        M={M:<4d} N={N:<4d} K={K:<4d} max_abs_err={err:.3e}  "
               f"{'PASS' if passed else 'FAIL'}")
+    if ok and gpu_available():
+        ok &= gpu_benchmark()
+    return ok
+
+
+def gpu_benchmark():
+    """Square fp16 products: checked against torch.matmul, then timed beside it."""
+    import torch
+    twin = triton_twin(os.path.abspath(__file__))
+    cfg = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
+    sizes = [512, 1024, 2048, 4096]
+    inputs = {str(n): (torch.randn(n, n, device="cuda", dtype=torch.float16),
+                       torch.randn(n, n, device="cuda", dtype=torch.float16)) for n in sizes}
+    ok = True
+    for label, (a, b) in inputs.items():
+        ref = a.float() @ b.float()
+        err = float((matmul(a, b, **cfg).float() - ref).abs().max() / ref.abs().max())
+        passed = err <= 1e-2
+        ok &= passed
+        print(f"matmul        GPU n={label:<5} max_rel_err={err:.3e}  {'PASS' if passed else 'FAIL'}")
+    impls = {"tritium": lambda label: (lambda: matmul(*inputs[label], **cfg)),
+             "torch": lambda label: (lambda: torch.matmul(*inputs[label]))}
+    if twin is not None:
+        impls["triton"] = lambda label: (lambda: twin.matmul(*inputs[label], **cfg))
+    benchmark("matmul", [(str(n), n) for n in sizes], impls,
+              lambda label, ms: 2 * int(label) ** 3 / ms / 1e9, "TFLOP/s", "M = N = K")
     return ok
 
 

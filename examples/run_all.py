@@ -1,7 +1,9 @@
 """Runs every example (what `make demo` runs) and exits non-zero if any of them fails.
 
-Each example checks its kernel against a numpy reference on fresh random inputs of several sizes
-and prints PASS or FAIL per case with the largest error seen.
+Each example checks its kernel against a numpy (or torch) reference on fresh random inputs of
+several sizes and prints PASS or FAIL per case with the largest error seen. On a machine with a
+CUDA GPU each also checks itself there and prints a benchmark table beside torch (and Triton
+when it is importable), saving a plot under examples/plots/ when matplotlib is installed.
 """
 
 import importlib.util
@@ -12,7 +14,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "matmul", "block_ptr_matmul", "dropout",
-            "fused_attention"]
+            "fused_attention", "grouped_gemm"]
 
 
 def _ensure_tritium_importable():
@@ -33,6 +35,8 @@ def _load(name):
 
 def main():
     _ensure_tritium_importable()
+    if HERE not in sys.path:  # the examples import their shared helpers (_bench.py)
+        sys.path.insert(0, HERE)
     results = {}
     for name in EXAMPLES:
         print(f"== {name}")

@@ -192,7 +192,7 @@ void bindTools(py::module_ &m) {
   m.def(
       "execute",
       [](std::shared_ptr<Module> mod, const std::string &kernel, py::sequence grid,
-         py::sequence args, int numThreads) {
+         py::sequence args, int numThreads, std::vector<ExecPointer> memory) {
         if (grid.size() < 1 || grid.size() > 3)
           throw py::value_error("grid must have 1 to 3 dimensions, got " +
                                 std::to_string(grid.size()));
@@ -207,13 +207,16 @@ void bindTools(py::module_ &m) {
           xs.push_back(toExecArg(args[i], i));
         ExecOptions opts;
         opts.numThreads = numThreads;
+        opts.extraMemory = std::move(memory);
         // `mod` (a shared_ptr copy) keeps the module alive while the GIL is
         // released.
         py::gil_scoped_release release;
         execute(*mod, kernel, g, xs, opts);
       },
       py::arg("module"), py::arg("kernel"), py::arg("grid"), py::arg("args"),
-      py::arg("num_threads") = 0);
+      py::arg("num_threads") = 0, py::arg("memory") = std::vector<ExecPointer>{},
+      "Runs `kernel` on the CPU executor. memory: ExecPointers of host memory the kernel may "
+      "also reach through addresses built from integers (tritium.executor_memory).");
 }
 
 } // namespace tritium::bindings

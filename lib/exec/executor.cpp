@@ -512,6 +512,19 @@ void execute(const Module &m, const std::string &kernel,
   run.grid = grid;
   std::vector<RValue> argValues;
   bindArgs(*fn, args, run, argValues);
+  // Declared memory joins the arguments as provenances that no parameter
+  // holds: tt.int_to_ptr finds them by address, like an argument's memory.
+  if (run.args.size() + opts.extraMemory.size() >= kWidePtr)
+    throw ExecutionError("kernel '" + kernel + "': too many memory regions", fn->loc());
+  for (size_t i = 0; i < opts.extraMemory.size(); ++i) {
+    ArgInfo info;
+    info.isPointer = true;
+    info.base = opts.extraMemory[i].base;
+    info.bytes = opts.extraMemory[i].bytes;
+    info.pointee = Type::scalar(DType::I8);
+    info.name = "declared memory " + std::to_string(i);
+    run.args.push_back(std::move(info));
+  }
 
   int64_t total;
   if (__builtin_mul_overflow(grid[0], grid[1], &total) ||

@@ -82,7 +82,9 @@ struct Checker {
     std::ostringstream os;
     if (prov >= run.args.size() || !run.args[prov].isPointer) {
       os << "address 0x" << std::hex << uint64_t(off) << std::dec
-         << " does not derive from a pointer argument";
+         << " does not derive from a pointer argument (memory a kernel reaches through "
+            "addresses it reads, such as a table of pointers, must be declared to the CPU "
+            "executor: `with tritium.executor_memory(*tensors):` around the launch)";
       execError(ctx, op, std::string("invalid ") + what, os.str());
     }
     const ArgInfo &a = run.args[prov];

@@ -104,6 +104,7 @@ static LoadState &loadState() {
     need(resolve(lib, d->cuStreamSynchronize, "cuStreamSynchronize"), "cuStreamSynchronize");
     need(resolve(lib, d->cuPointerGetAttribute, "cuPointerGetAttribute"),
          "cuPointerGetAttribute");
+    resolve(lib, d->cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
     if (!ok) {
       s.error = std::string("the CUDA driver ") + path + " lacks " + missing +
                 " (driver too old for tritium?)";

@@ -27,6 +27,32 @@ std::pair<int, int> targetCapability(const std::string &target) {
   return {sm / 10, sm % 10};
 }
 
+// Loading a module is no stream work, but while any stream is being captured
+// into a CUDA graph in the global capture mode (torch.cuda.graph's default)
+// the driver refuses it as a potentially unsafe call and invalidates the
+// capture. A kernel's first launch may come during a capture (it compiles and
+// loads on first use), so the load runs with this thread's capture mode
+// relaxed, as torch's allocator does for its cudaMalloc during capture; the
+// launch itself is captured as usual.
+class RelaxedCaptureMode {
+public:
+  explicit RelaxedCaptureMode(Driver &d) : d_(d) {
+    if (d_.cuThreadExchangeStreamCaptureMode)
+      active_ = d_.cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS;
+  }
+  ~RelaxedCaptureMode() {
+    if (active_)
+      d_.cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode &) = delete;
+  RelaxedCaptureMode &operator=(const RelaxedCaptureMode &) = delete;
+
+private:
+  Driver &d_;
+  int mode_ = CU_STREAM_CAPTURE_MODE_RELAXED; // the previous mode once swapped
+  bool active_ = false;
+};
+
 } // namespace
 
 const char *kindName(KernelParam::Kind kind) {
@@ -238,6 +264,7 @@ CUfunction GpuKernel::load(int device) {
     return f;
   Driver &d = Driver::get();
   d.ensureContext(device);
+  RelaxedCaptureMode relaxed(d);
   std::string where = kernelWhat(name_) + " on device " + std::to_string(device);
 
   auto [major, minor] = d.capability(device);

@@ -318,7 +318,9 @@ def test_launch_debug_flow(monkeypatch):
     fake.Tensor = _FakeTensor
     fake.uint8 = "uint8"
     fake.zeros = lambda n, dtype, device: _FakeTensor(n)
-    fake.cuda = types.SimpleNamespace(synchronize=lambda device: None)
+    capturing = [False]
+    fake.cuda = types.SimpleNamespace(synchronize=lambda device: None,
+                                      is_current_stream_capturing=lambda: capturing[0])
     monkeypatch.setitem(sys.modules, "torch", fake)
     monkeypatch.setattr(debug, "load_C", lambda: types.SimpleNamespace(synchronize=lambda d: None))
 
@@ -358,6 +360,12 @@ def test_launch_debug_flow(monkeypatch):
     with pytest.raises(debug.OutOfBoundsError):
         debug.launch_debug(FakeKernel(), (1, 1, 1), args, None, 0, 0, False)
     assert launched[0][1][3:6] == [debug.UNKNOWN_EXTENT, debug.UNKNOWN_EXTENT, 0]
+    # Inside a CUDA-graph capture the check could not wait for the kernel: refused, unlaunched.
+    launched.clear()
+    capturing[0] = True
+    with pytest.raises(ExecutionError, match="cannot be captured in a CUDA graph"):
+        debug.launch_debug(FakeKernel(), (1, 1, 1), args, values, 0, 0, False)
+    assert launched == []
 
 
 # ----------------------------------------------------------------------------------------------

@@ -93,6 +93,10 @@ def test_compile_fullgraph(backend, monkeypatch):
     # Inductor compiles C++ with the system compiler, which must not get the ASan runtime the
     # sanitizer job preloads into this interpreter.
     monkeypatch.delenv("LD_PRELOAD", raising=False)
+    # torch's on-disk compile caches do not key on the operators' Python implementations: a
+    # cached graph from an earlier run would hide a change to them
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
     torch.manual_seed(1)
     torch._dynamo.reset()
     m, x = _Model(), torch.randn(8, 32)

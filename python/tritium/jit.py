@@ -170,9 +170,11 @@ class JITFunction:
         kw = dict(kwargs)
         kw.update(options)
         runtime = [i for i, entry in enumerate(spec) if entry[1] != "const"]
+        # The fast path launches on what this returns: torch's current stream, so that a launch
+        # inside torch.cuda.graph capture is captured (stream 0 would break the capture).
+        current = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _cuda.current_stream
         load_C().fast_register(self._fast, tuple(args), kw, kernel, kernel.gpu_kernel(), runtime,
-                               torch.Tensor,
-                               getattr(torch._C, "_cuda_getCurrentRawStream", None))
+                               torch.Tensor, current)
 
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles the specialisation these arguments select, without running."""

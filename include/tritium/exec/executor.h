@@ -31,6 +31,11 @@ using ExecArg = std::variant<ExecPointer, int64_t, double, bool>;
 struct ExecOptions {
   /// Threads to spread programs over; 0 = hardware concurrency.
   int numThreads = 0;
+  /// Host memory the kernel may also access through addresses it builds from
+  /// integers (a table of pointers read from memory, as in a grouped GEMM).
+  /// Every access is checked against the arguments and these; on a GPU any
+  /// device address works, here memory must be known to be checked.
+  std::vector<ExecPointer> extraMemory;
 };
 
 /// A failure while running a kernel (an out-of-bounds access, a failed

@@ -50,6 +50,7 @@ enum CUfuncAttr : int {
 };
 
 inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+inline constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2; // CUstreamCaptureMode
 inline constexpr int CU_JIT_INFO_LOG_BUFFER = 3;
 inline constexpr int CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
 inline constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
@@ -91,6 +92,9 @@ struct Driver {
                              void **) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
   CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr) = nullptr;
+  // Optional (null when the driver lacks it): swaps this thread's stream
+  // capture mode with *mode (a CUstreamCaptureMode).
+  CUresult (*cuThreadExchangeStreamCaptureMode)(int *mode) = nullptr;
 
   /// The loaded driver, cuInit done. Loads it on first call (thread-safe);
   /// throws CudaError("no CUDA driver found ...") when libcuda.so.1 cannot

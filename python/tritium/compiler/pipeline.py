@@ -14,7 +14,8 @@ import os
 import time
 
 from ..errors import CompilationError, ExecutionError, load_C, user_error_args
-from ..runtime.launcher import CompiledKernel, convert_runtime_args, normalize_grid
+from ..runtime.launcher import (CompiledKernel, convert_runtime_args, declared_memory,
+                                normalize_grid)
 from . import codegen
 from .dump import dump_dir, dump_stages
 
@@ -61,7 +62,8 @@ class TileKernel(CompiledKernel):
         (_C.ExecPointer / int / float / bool), one per runtime argument."""
         C = load_C()
         try:
-            C.execute(self.module, self.name, tuple(grid), list(args), num_threads)
+            C.execute(self.module, self.name, tuple(grid), list(args), num_threads,
+                      declared_memory())
         except C.ExecutionError as e:
             message, file, line, col = user_error_args(e)
             raise ExecutionError(message, file or "", line, col) from None

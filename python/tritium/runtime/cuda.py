@@ -21,7 +21,8 @@ import sys
 from ..errors import ExecutionError, load_C, user_error_args
 from . import debug as _debug
 from .debug import OutOfBoundsError  # noqa: F401 -- where users caught it before
-from .launcher import CompiledKernel, PointerArg, convert_runtime_args, normalize_grid, pointer_arg
+from .launcher import (CompiledKernel, PointerArg, convert_runtime_args, declared_memory,
+                       normalize_grid, pointer_arg)
 
 # ---------------------------------------------------------------------------
 # devices and streams
@@ -233,7 +234,8 @@ class GPUKernel(CompiledKernel):
         values = convert_runtime_args(self, args)
         if all(x > 0 for x in grid):
             try:
-                C.execute(self._cpu_module, self.name, tuple(grid), list(values), 0)
+                C.execute(self._cpu_module, self.name, tuple(grid), list(values), 0,
+                          declared_memory())
             except C.ExecutionError as e:
                 message, file, line, col = user_error_args(e)
                 raise ExecutionError(message, file or "", line, col) from None

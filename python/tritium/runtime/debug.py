@@ -144,6 +144,12 @@ def launch_debug(kernel, grid, args, values, stream, device, check_pointers):
         extents.append(_extent(v))
     torch = sys.modules.get("torch")
     C = load_C()
+    if torch is not None and torch.cuda.is_current_stream_capturing():
+        # The check waits for the kernel and reads its error record back; neither can happen
+        # inside a graph capture (the synchronisation would invalidate it).
+        raise ExecutionError(f"{kernel.name}: a bounds-checked launch (TRITIUM_DEBUG=1 or "
+                             "debug=True) cannot be captured in a CUDA graph, since it waits "
+                             "for the kernel to read its error record; capture without debug")
     if torch is None:
         _warn_unchecked()
         record = None

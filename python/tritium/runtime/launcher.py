@@ -1,13 +1,16 @@
-"""Kernel arguments: classify a Python value (numpy array, torch tensor, int,
-float, bool, None) for the specialisation key, convert it to what
-`_C.execute` takes (`_C.ExecPointer`, int, float, bool), and normalise a
-launch grid. `CompiledKernel` is what every compile returns (a TileKernel on
-the CPU executor, a GPUKernel for a GPU target).
+"""Kernel arguments: classify a Python value (numpy array, torch tensor, an
+object with __cuda_array_interface__ or __dlpack__, int, float, bool, None)
+for the specialisation key, convert it to what `_C.execute` takes
+(`_C.ExecPointer`, int, float, bool), and normalise a launch grid.
+`CompiledKernel` is what every compile returns (a TileKernel on the CPU
+executor, a GPUKernel for a GPU target).
 
 torch is never imported here: a torch tensor is recognised by its type's
 module, and everything needed is read from the tensor itself.
 """
 
+import contextlib
+import contextvars
 import sys
 
 from .. import language as tl
@@ -125,7 +128,61 @@ def pointer_arg(x, what):
         import numpy as np  # noqa: PLC0415
         d = _dtype_of(np.dtype(cai["typestr"]).name, what)
         return PointerArg(d, int(cai["data"][0]), 0, "cuda", x)
+    if hasattr(type(x), "__dlpack__"):
+        return pointer_arg(_from_dlpack(x, what), what)
     return None
+
+
+def _from_dlpack(x, what):
+    """A torch tensor (when torch is imported) or a numpy array (host memory only) viewing the
+    memory of an object with __dlpack__; the view keeps the producer alive."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return torch.from_dlpack(x)
+    import numpy as np  # noqa: PLC0415
+    try:
+        return np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError) as e:
+        raise TypeError(f"{what}: a DLPack tensor outside host memory needs torch imported "
+                        f"to be passed to a kernel ({e})") from None
+
+
+_EXECUTOR_MEMORY = contextvars.ContextVar("tritium_executor_memory", default=())
+
+
+@contextlib.contextmanager
+def executor_memory(*tensors):
+    """Declares host memory that kernels run on the CPU executor inside the `with` block may
+    reach through addresses they read or compute (a table of pointers, as in a grouped GEMM),
+    besides their pointer arguments' own memory. The executor checks every access against the
+    memory it knows, so an address from an integer must fall in one of these. GPU launches need
+    no declaration; there it only has to be a device address. Nested blocks add up.
+
+        with tritium.executor_memory(*As, *Bs, *Cs):
+            grouped_kernel[grid](a_ptrs, b_ptrs, c_ptrs, ...)"""
+    regions = []
+    for i, t in enumerate(tensors):
+        p = pointer_arg(t, f"executor_memory argument {i}")
+        if p is None:
+            raise TypeError(f"executor_memory argument {i}: expected a numpy array or a tensor, "
+                            f"got {type(t).__name__}")
+        if p.device != "cpu":
+            continue  # the GPU reaches any device address
+        regions.append(p)
+    token = _EXECUTOR_MEMORY.set(_EXECUTOR_MEMORY.get() + tuple(regions))
+    try:
+        yield
+    finally:
+        _EXECUTOR_MEMORY.reset(token)
+
+
+def declared_memory():
+    """_C.ExecPointers of the memory declared by the enclosing executor_memory blocks."""
+    regions = _EXECUTOR_MEMORY.get()
+    if not regions:
+        return []
+    C = load_C()
+    return [C.ExecPointer(p.address, p.nbytes) for p in regions]
 
 
 def int_dtype(v):
