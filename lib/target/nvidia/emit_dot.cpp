@@ -339,7 +339,8 @@ bool ownsFreshRegisters(Operation &op, unsigned i) {
 /// width) along the contiguous dim, each block all rows of W bytes, 8 rows
 /// (8W bytes) per swizzle atom.
 struct WgmmaOperand {
-  std::string base; // .u32 shared address of this thread's warpgroup tile
+  std::string buf;  // .u32 shared address of the buffer (the operand's)
+  std::string thr;  // prologue: this warpgroup's offset >> 4, with the LBO
   int64_t rows;     // extent of the non-contiguous dim of the buffer
   int64_t w;        // swizzle width in bytes
   int64_t eb;       // element bytes
@@ -385,26 +386,29 @@ struct WgmmaDot {
       e.internalError(op, "the A operand must be K-major");
     // The warpgroup's part: rows of W bytes (K-major), or whole column
     // blocks (N-major B: the swizzle width divides the instruction's N,
-    // accelerate-matmul chose it so).
-    std::string thrOff = e.reg(RC::B32);
-    e.ins("mul.lo.s32 " + thrOff + ", " + origin + ", " +
-          std::to_string(o.kMajor ? o.w : o.eb * o.rows));
-    o.base = e.reg(RC::B32);
-    e.ins("add.s32 " + o.base + ", " + e.regs(op.operand(i))[0] + ", " +
-          thrOff);
+    // accelerate-matmul chose it so). It depends on the warp alone: computed
+    // once, in the kernel's prologue, >> 4 and with the descriptor's LBO
+    // field, so that a loop adds it to the buffer's address >> 4.
+    o.thr = e.reg(RC::B32);
+    e.pro("mul.lo.s32 " + o.thr + ", " + origin + ", " +
+          std::to_string((o.kMajor ? o.w : o.eb * o.rows) >> 4));
+    e.pro("or.b32 " + o.thr + ", " + o.thr + ", " +
+          std::to_string((o.lbo() >> 4) << 16));
+    o.buf = e.regs(op.operand(i))[0];
     return o;
   }
 
-  /// The 64-bit descriptor of `o` at byte offset `off` from o.base. The
-  /// low word (start address >> 4 in bits 0-13, LBO >> 4 in 16-29) is
-  /// built once per operand; a tile adds off >> 4 to it (shared addresses
-  /// are below 2^18, so the 14-bit field does not carry into the LBO).
+  /// The 64-bit descriptor of `o` at byte offset `off` from the start of
+  /// this warpgroup's tile. The low word (start address >> 4 in bits 0-13,
+  /// LBO >> 4 in 16-29) is built once per operand, the buffer's address >>
+  /// 4 plus the prologue's part; a tile adds off >> 4 to it (shared
+  /// addresses are below 2^18, so the 14-bit field does not carry into the
+  /// LBO, and the buffer and the offsets are multiples of 16).
   std::string descriptor(WgmmaOperand &o, int64_t off) {
     if (o.lo.empty()) {
       o.lo = e.reg(RC::B32);
-      e.ins("bfe.u32 " + o.lo + ", " + o.base + ", 4, 14");
-      e.ins("or.b32 " + o.lo + ", " + o.lo + ", " +
-            std::to_string((o.lbo() >> 4) << 16));
+      e.ins("shr.u32 " + o.lo + ", " + o.buf + ", 4");
+      e.ins("add.s32 " + o.lo + ", " + o.lo + ", " + o.thr);
       int64_t hi = (o.sbo() >> 4) | (int64_t(o.mode()) << 30);
       o.hi = e.reg(RC::B32);
       e.ins("mov.b32 " + o.hi + ", " + std::to_string(hi));
@@ -470,20 +474,21 @@ struct WgmmaDot {
     // This thread's warpgroup: the M and N origin of its tile (the warp
     // bases above the four warps of a group).
     const auto &wb = lc.warp();
+    // Loop-invariant: in the kernel's prologue.
     std::string wg = e.reg(RC::B32), mOff = e.reg(RC::B32),
                 nOff = e.reg(RC::B32);
-    e.ins("shr.u32 " + wg + ", " + e.warp() + ", 2");
-    e.ins("mov.u32 " + mOff + ", 0");
-    e.ins("mov.u32 " + nOff + ", 0");
+    e.pro("shr.u32 " + wg + ", " + e.warp() + ", 2");
+    e.pro("mov.u32 " + mOff + ", 0");
+    e.pro("mov.u32 " + nOff + ", 0");
     for (size_t j = 2; j < wb.size(); ++j) {
       std::string bit = e.reg(RC::B32);
-      e.ins("bfe.u32 " + bit + ", " + wg + ", " + std::to_string(j - 2) +
+      e.pro("bfe.u32 " + bit + ", " + wg + ", " + std::to_string(j - 2) +
             ", 1");
       if (wb[j][0])
-        e.ins("mad.lo.s32 " + mOff + ", " + bit + ", " +
+        e.pro("mad.lo.s32 " + mOff + ", " + bit + ", " +
               std::to_string(wb[j][0]) + ", " + mOff);
       if (wb[j][1])
-        e.ins("mad.lo.s32 " + nOff + ", " + bit + ", " +
+        e.pro("mad.lo.s32 " + nOff + ", " + bit + ", " +
               std::to_string(wb[j][1]) + ", " + nOff);
     }
     // A in shared memory (a descriptor), or in registers (a dot_op layout

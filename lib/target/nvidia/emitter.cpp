@@ -114,8 +114,13 @@ std::string Emitter::lane() {
 std::string Emitter::warp() {
   if (warp_.empty()) {
     std::string t = tid();
+    std::string w = reg(RC::B32);
+    pro("shr.u32 " + w + ", " + t + ", 5");
+    // Broadcast from lane 0 (every thread runs the prologue): ptxas then
+    // knows the value is warp-uniform and keeps what is computed from it
+    // (wgmma descriptors, warp offsets) in uniform registers.
     warp_ = reg(RC::B32);
-    pro("shr.u32 " + warp_ + ", " + t + ", 5");
+    pro("shfl.sync.idx.b32 " + warp_ + ", " + w + ", 0, 31, -1");
   }
   return warp_;
 }
