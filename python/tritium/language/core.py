@@ -1207,6 +1207,40 @@ def device_assert(cond, msg=""):
 
 
 @builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Runs PTX text `asm` on the elements of `args` (broadcast to one shape),
+    `pack` elements per run, giving a tensor of `dtype` (a tuple of tensors
+    when dtype is a tuple or list). In the text, `$i` is the i-th register of
+    `constraints` (LLVM letters: the results' `=r`... first, then the
+    arguments'); elements narrower than 32 bits are packed, up to `pack` of
+    them, into one register. GPU only."""
+    asm = _unwrap(asm)
+    constraints = _unwrap(constraints)
+    if not isinstance(asm, str) or not isinstance(constraints, str):
+        raise TypeError("tl.inline_asm_elementwise: asm and constraints must be strings")
+    args = _unwrap(args)
+    if isinstance(args, tensor) or not isinstance(args, (list, tuple)):
+        args = [args]
+    dtypes = _unwrap(dtype)
+    single = not isinstance(dtypes, (list, tuple))
+    if single:
+        dtypes = [dtypes]
+    names = []
+    for d in dtypes:
+        d = _to_dtype(d, "tl.inline_asm_elementwise's dtype")
+        if d.is_ptr() or d.is_void():
+            raise TypeError(f"tl.inline_asm_elementwise cannot return {d!r}")
+        names.append(d.ir_name)
+    pack = _unwrap(pack)
+    if isinstance(pack, bool) or not isinstance(pack, int):
+        raise TypeError(f"tl.inline_asm_elementwise: pack must be an int, got {pack!r}")
+    values = [_value(a, "tl.inline_asm_elementwise argument") for a in args]
+    out = [tensor(h) for h in _builder().inline_asm_elementwise(
+        asm, constraints, values, names, bool(_unwrap(is_pure)), pack)]
+    return out[0] if single else tuple(out)
+
+
+@builtin
 def static_assert(cond, msg=""):
     c = _unwrap(cond)
     if isinstance(c, tensor):
