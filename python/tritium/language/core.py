@@ -1194,7 +1194,9 @@ def device_print(prefix, *args, hex=False):
 
 @builtin
 def device_assert(cond, msg=""):
-    """Fails the launch with an ExecutionError when cond is false somewhere."""
+    """Fails the launch with an ExecutionError when cond is false somewhere:
+    always on the CPU executor, on the GPU in debug builds only (as in
+    Triton; see docs/gpu-debug.md)."""
     c = _unwrap(cond)
     msg = _unwrap(msg)
     if not isinstance(c, tensor):

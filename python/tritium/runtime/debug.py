@@ -8,7 +8,8 @@ whether a launch is checked (`debug_enabled`), keeps the compile's site
 table in the kernel's metadata (`bounds_metadata`), launches with the
 hidden arguments (`launch_debug`) and turns a filled-in record into an
 `OutOfBoundsError` that names the kernel, the line, the argument, the
-offset and the program id (`bounds_error`).
+offset and the program id, or a `DeviceAssertionError` for a failed
+tl.device_assert (`bounds_error`).
 
 It knows no compiler: a kernel is anything with `name`, `metadata` and
 `gpu_kernel()` (runtime.cuda.GPUKernel).
