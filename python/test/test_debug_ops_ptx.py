@@ -88,7 +88,7 @@ def test_print_1d_assembles(dtype, hex_, tmp_path):
 
 @needs_ptxas
 @pytest.mark.parametrize("num_warps", [1, 4, 8])
-@pytest.mark.parametrize("shape", [(2, 8), (16, 32), (64, 4)])
+@pytest.mark.parametrize("shape", [(2, 2), (2, 8), (16, 32), (64, 4)])
 def test_print_2d_assembles(shape, num_warps, tmp_path):
     r, c = shape
     k = _assemble(K.print_2d, {"x_ptr": "*fp32"}, {"R": r, "C": c}, num_warps=num_warps,
