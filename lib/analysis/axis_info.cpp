@@ -120,6 +120,7 @@ OpSupport axisInfoSupport(OpCode c) {
   case OpCode::For:
   case OpCode::If:
   case OpCode::While:
+  case OpCode::InlineAsm:
     return OpSupport::Handled;
   // Ops left to the general rule on purpose: elementwise ops keep the
   // constancy their operands share, everything else is unknown. Float
@@ -282,6 +283,11 @@ void AxisInfoAnalysis::visitOp(Operation &op) {
     set(op.result(0), info);
     return;
   }
+  case OpCode::InlineAsm:
+    // The text may compute anything (a clock, a lane id): nothing is known,
+    // not even that equal inputs give equal results.
+    unknownResults();
+    return;
   case OpCode::ConvertLayout:
     // Same elements at the same coordinates; only the threads holding them
     // change.

@@ -417,6 +417,22 @@ void bindBuilder(py::module_ &m) {
           },
           py::arg("values"))
       .def(
+          "inline_asm_elementwise",
+          [](py::object s, const std::string &asmText,
+             const std::string &constraints, const py::iterable &args,
+             const std::vector<std::string> &dtypes, bool pure, int64_t pack) {
+            Builder &bd = self(s);
+            std::vector<DType> ds;
+            for (const std::string &d : dtypes)
+              ds.push_back(parseDTypeArg(d));
+            return wrapList(bd.inlineAsmElementwise(asmText, constraints,
+                                                    valueList(bd, args), ds,
+                                                    pure, pack),
+                            s);
+          },
+          py::arg("asm"), py::arg("constraints"), py::arg("args"),
+          py::arg("dtypes"), py::arg("is_pure"), py::arg("pack"))
+      .def(
           "scan",
           [](py::object s, const py::iterable &inputs, int64_t axis,
              bool reverse, Block *combine) {

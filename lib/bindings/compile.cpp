@@ -60,8 +60,8 @@ py::dict resultDict(const CompileJob &job, const CompileResult &r) {
   if (job.opts.boundsCheck) {
     py::list sites;
     for (const AccessSite &s : ck.accessSites)
-      sites.append(
-          py::make_tuple(s.kind, s.param, s.elemBytes, s.loc.file, s.loc.line, s.loc.col));
+      sites.append(py::make_tuple(s.kind, s.param, s.elemBytes, s.loc.file, s.loc.line,
+                                  s.loc.col, s.message, py::cast(s.shape)));
     py::dict bc;
     bc["hidden_params"] = paramList(ck.hiddenParams);
     bc["sites"] = sites;

@@ -23,7 +23,7 @@ struct Cancelled {};
 
 constexpr int kMaxCallDepth = 128;
 
-enum class OpClass { Arith, Tensor, Memory, Shared, Control, None };
+enum class OpClass { Arith, Tensor, Memory, Shared, Control, Rejected, None };
 
 /// Which evaluator runs an op (the interpreter dispatches on this). None: the
 /// executor has no semantics for it; executorSupport() reports that, and the
@@ -95,6 +95,8 @@ OpClass classify(OpCode c) {
   case OpCode::Print:
   case OpCode::Assert:
     return OpClass::Control;
+  case OpCode::InlineAsm:
+    return OpClass::Rejected; // PTX text: the planner refuses the kernel
   default:
     return OpClass::None;
   }
@@ -169,6 +171,7 @@ private:
         if (runControl(op, f, ret))
           return true;
         break;
+      case OpClass::Rejected:
       case OpClass::None:
         throw InternalError(std::string("executor: no semantics for '") +
                             opInfo(op.code).name + "'");
@@ -483,8 +486,14 @@ void bindArgs(const Function &fn, const std::vector<ExecArg> &args,
 } // namespace exec
 
 OpSupport executorSupport(OpCode code) {
-  return exec::classify(code) == exec::OpClass::None ? OpSupport::Missing
-                                                     : OpSupport::Handled;
+  switch (exec::classify(code)) {
+  case exec::OpClass::None:
+    return OpSupport::Missing;
+  case exec::OpClass::Rejected:
+    return OpSupport::Rejected;
+  default:
+    return OpSupport::Handled;
+  }
 }
 
 void execute(const Module &m, const std::string &kernel,

@@ -294,6 +294,13 @@ private:
     case OpCode::Assert:
       p.text = optStr(op, "message", "");
       return;
+    case OpCode::InlineAsm:
+      throw ExecutionError("tl.inline_asm_elementwise at " +
+                               locStr(op.loc()) +
+                               " needs a GPU: its PTX text cannot run on the "
+                               "CPU executor (launch the kernel on CUDA "
+                               "tensors)",
+                           op.loc());
     case OpCode::LocalAlloc:
     case OpCode::LocalDealloc:
     case OpCode::LocalLoad:

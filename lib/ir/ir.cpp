@@ -240,6 +240,16 @@ bool Operation::boolAttr(const std::string &name) const {
   return std::get<bool>(it->second);
 }
 
+unsigned Operation::inlineAsmTraits() const {
+  unsigned t = info().traits;
+  auto it = attrs_.find("pure");
+  // Not yet verified: anything but a true bool keeps the row's effects.
+  if (it != attrs_.end() && std::holds_alternative<bool>(it->second) &&
+      std::get<bool>(it->second))
+    t = (t & ~(WRITE | GLOBAL)) | PURE;
+  return t;
+}
+
 const std::string &Operation::strAttr(const std::string &name) const {
   auto it = attrs_.find(name);
   if (it == attrs_.end() || !std::holds_alternative<std::string>(it->second))

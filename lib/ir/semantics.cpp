@@ -5,6 +5,7 @@
 // binary_op_type_checking_impl, cast, ...), so a kernel types here as it does
 // under Triton.
 #include "builder_internal.h"
+#include "tritium/ir/inline_asm.h"
 
 #include <cmath>
 #include <map>
@@ -580,6 +581,45 @@ Value *Builder::where(Operand cond, Operand a, Operand b) {
   std::vector<Value *> vs{c, x, y};
   broadcastAll(*this, vs);
   return mk(*this, OpCode::Select, vs, vs[1]->type());
+}
+
+
+std::vector<Value *>
+Builder::inlineAsmElementwise(const std::string &asmText,
+                              const std::string &constraints,
+                              std::vector<Value *> args,
+                              const std::vector<DType> &resultDTypes,
+                              bool pure, int64_t pack) {
+  const std::string fn = "tl.inline_asm_elementwise: ";
+  for (Value *&a : args)
+    if (a->type()->isMemDesc() || a->type()->isToken())
+      error(fn + "cannot pass a value of type " + a->type()->str());
+  broadcastAll(*this, args);
+  if (pack < 1 || pack > 64)
+    error(fn + "pack must be between 1 and 64, got " + std::to_string(pack));
+  if (resultDTypes.empty())
+    error(fn + "needs at least one result dtype");
+  std::vector<int64_t> shape = args.empty() ? std::vector<int64_t>{}
+                                            : shapeOf(args[0]);
+  std::vector<const Type *> types, elems, argElems;
+  for (DType d : resultDTypes) {
+    elems.push_back(scalarTy(d));
+    types.push_back(shape.empty() ? scalarTy(d)
+                                  : Type::tensor(scalarTy(d), shape));
+  }
+  for (Value *a : args)
+    argElems.push_back(a->type()->scalarType());
+  std::vector<InlineAsmOperand> operands;
+  std::string why =
+      inlineAsmOperands(constraints, elems, argElems, (int)pack, operands);
+  if (!why.empty())
+    error(fn + why);
+  Operation *op = create(OpCode::InlineAsm, args, types,
+                         {{"asm", asmText},
+                          {"constraints", constraints},
+                          {"pure", pure},
+                          {"pack", pack}});
+  return op->results();
 }
 
 } // namespace tritium

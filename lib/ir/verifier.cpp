@@ -19,6 +19,8 @@
 // reporter prints in front (`k.py:3:7: error: ...`).
 #include "tritium/ir/verifier.h"
 
+#include "tritium/ir/inline_asm.h"
+
 #include "text_internal.h"
 
 #include <set>
@@ -779,6 +781,8 @@ private:
     }
     case OpCode::Print:
       return;
+    case OpCode::InlineAsm:
+      return verifyInlineAsm(op);
     case OpCode::Assert:
       if (elemOf(ty(op, 0)) != Type::scalar(DType::I1))
         fail(op, "condition must be i1 (or a tensor of i1), found " +
@@ -996,6 +1000,32 @@ private:
     default:
       fail(op, "is not a shared-memory op");
     }
+  }
+
+  void verifyInlineAsm(const Operation &op) const {
+    if (op.numResults() == 0)
+      fail(op, "needs at least one result");
+    std::vector<const Type *> results, args;
+    const Type *shape = rty(op, 0);
+    for (unsigned i = 0; i < op.numResults(); ++i) {
+      if (!sameShape(rty(op, i), shape))
+        fail(op, "results differ in shape: " + typeText(shape) + " vs " +
+                     typeText(rty(op, i)));
+      results.push_back(elemOf(rty(op, i)));
+    }
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      if (!sameShape(ty(op, i), shape))
+        fail(op, "operand #" + std::to_string(i) + " of type " +
+                     typeText(ty(op, i)) + " differs in shape from the " +
+                     "results' " + typeText(shape));
+      args.push_back(elemOf(ty(op, i)));
+    }
+    std::vector<InlineAsmOperand> operands;
+    std::string why =
+        inlineAsmOperands(op.strAttr("constraints"), results, args,
+                          (int)op.intAttr("pack"), operands);
+    if (!why.empty())
+      fail(op, why);
   }
 
   void verifyConstant(const Operation &op) {

@@ -114,11 +114,14 @@ def build_specialization(fn, signature, constexprs=None, attrs=None, divisible_b
 
 
 def compile(fn, signature=None, constexprs=None, target=None, num_warps=4, num_stages=3,
-            attrs=None, divisible_by_16=None, name=None, use_cache=True):  # noqa: A001
+            attrs=None, divisible_by_16=None, name=None, use_cache=True,
+            debug=False):  # noqa: A001
     """Compiles one specialisation of the @jit function `fn` for `target`
     ("sm_90a", "sm_80", ...; default: the GPU's, else sm_90a). Returns a
     GPUKernel: .asm["tir"], ["gir"], ["ptx"] (and ["cubin"] with ptxas),
-    .metadata, and kernel[grid](*runtime_args) to launch."""
+    .metadata, and kernel[grid](*runtime_args) to launch. debug=True: the
+    bounds-checked build of TRITIUM_DEBUG=1 (device asserts checked; see
+    docs/gpu-debug.md)."""
     if not getattr(fn, "__tritium_jit__", False):
         raise TypeError(f"tritium.compile expects a @tritium.jit function, got {fn!r}")
     if target is None:
@@ -128,4 +131,5 @@ def compile(fn, signature=None, constexprs=None, target=None, num_warps=4, num_s
             target = "sm_90a"
     params, key = build_specialization(fn, signature, constexprs, attrs, divisible_by_16)
     return _compiler.compile_gpu(fn, params, key, num_warps=num_warps, num_stages=num_stages,
-                                 target=str(target), name=name, use_cache=use_cache)
+                                 target=str(target), name=name, use_cache=use_cache,
+                                 bounds_check=bool(debug))

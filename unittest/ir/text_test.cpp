@@ -206,6 +206,7 @@ tt.func @memory(%x: !tt.ptr<f16> {tt.divisibility = 16}, %y: !tt.ptr<f32>, %n: i
   %cas = tt.atomic_cas %y, %cmp, %cmp : f32
   tt.print %sum, %am {prefix = "sum: "}
   tt.assert %m {message = "out of \"range\"\n"}
+  %asm0, %asm1 = tt.elementwise_inline_asm %l, %m {asm = "mov.b32 $0, $2;\n\tselp.f32 $1, $2, $2, $3;", constraints = "=r,=f,f,b", pack = 1, pure = true} : tensor<64xi32>, tensor<64xf32>
   %c3 = arith.constant {value = 3} : i64
   %yp2 = tt.addptr %y, %c3 : !tt.ptr<f32>
   %v = tt.load %yp2 : f32

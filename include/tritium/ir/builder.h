@@ -230,6 +230,14 @@ public:
              const std::string &inputPrecision, DType outDType,
              int64_t maxNumImpreciseAcc = 0);
 
+  /// tl.inline_asm_elementwise: args broadcast to one shape; one result of
+  /// that shape per dtype. The constraints must fit the dtypes and pack
+  /// (tritium/ir/inline_asm.h).
+  std::vector<Value *> inlineAsmElementwise(
+      const std::string &asmText, const std::string &constraints,
+      std::vector<Value *> args, const std::vector<DType> &resultDTypes,
+      bool pure, int64_t pack);
+
 private:
   Module &module_;
   Location loc_;

@@ -145,7 +145,13 @@ public:
   OpCode code() const { return code_; }
   const OpInfo &info() const { return opInfo(code_); }
   const char *name() const { return info().name; }
-  bool hasTrait(OpTrait t) const { return (info().traits & t) != 0; }
+  /// The row's traits; a tt.elementwise_inline_asm with {pure = true} has
+  /// PURE instead of WRITE | GLOBAL (the one op whose effects an attribute
+  /// decides; see ops.def).
+  unsigned traits() const {
+    return code_ == OpCode::InlineAsm ? inlineAsmTraits() : info().traits;
+  }
+  bool hasTrait(OpTrait t) const { return (traits() & t) != 0; }
 
   std::vector<Value *> &operands() { return operands_; }
   const std::vector<Value *> &operands() const { return operands_; }
@@ -199,6 +205,7 @@ public:
 private:
   friend class Block;
   Operation() = default;
+  unsigned inlineAsmTraits() const;
   OpCode code_ = OpCode::Constant;
   std::vector<Value *> operands_;
   std::vector<std::unique_ptr<Value>> results_;

@@ -139,7 +139,12 @@ int Emitter::accessSite(const Operation &op, Value *ptr, const char *kind,
     ++uncheckedAccesses;
     return -1;
   }
-  accessSites.push_back({kind, param, elemBytes, op.loc()});
+  AccessSite site;
+  site.kind = kind;
+  site.param = param;
+  site.elemBytes = elemBytes;
+  site.loc = op.loc();
+  accessSites.push_back(site);
   return (int)accessSites.size() - 1;
 }
 
@@ -185,9 +190,15 @@ std::string Emitter::checkAccess(int site, const std::string &addr, int bytes,
     ins("not.pred " + notOk + ", " + ok);
     ins("and.pred " + bad + ", " + guard + ", " + notOk);
   }
-  // The report, out of line of the fast path: only a violating thread
-  // enters, and only the first in the grid writes.
-  std::string done = newLabel("bounds_ok");
+  reportFailure(site, bad, bytes, off);
+  return checked;
+}
+
+void Emitter::reportFailure(int site, const std::string &bad, int bytes,
+                            const std::string &offset) {
+  // Out of line of the fast path: only a failing thread enters, and only
+  // the first in the grid writes.
+  std::string done = newLabel("report_done");
   std::string rec = boundsRecord();
   using L = BoundsRecordLayout;
   auto field = [&](int at) {
@@ -206,9 +217,8 @@ std::string Emitter::checkAccess(int site, const std::string &addr, int bytes,
     ins("st.global.u32 " + field(L::kPid + 4 * a) + ", " + pid);
   }
   ins("st.global.u32 " + field(L::kBytes) + ", " + std::to_string(bytes));
-  ins("st.global.u64 " + field(L::kOffset) + ", " + off);
+  ins("st.global.u64 " + field(L::kOffset) + ", " + offset);
   label(done);
-  return checked;
 }
 
 void Emitter::boundsParams(std::vector<KernelParam> &hidden,

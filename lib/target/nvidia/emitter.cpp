@@ -449,6 +449,7 @@ enum class PtxFamily {
   Terminator, // scf.yield, scf.condition: the parent op copies the operands
   Barrier,    // gpu.barrier: emitBlock prints it (it looks at the next op)
   Dot,
+  Debug, // tt.print, tt.assert, inline asm (emit_debug.cpp)
   Rejected,
   None,
 };
@@ -500,9 +501,11 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::Dot:
   case OpCode::WarpGroupDot:
     return PtxFamily::Dot;
-  case OpCode::Call:
   case OpCode::Print:
   case OpCode::Assert:
+  case OpCode::InlineAsm:
+    return PtxFamily::Debug;
+  case OpCode::Call:
     return PtxFamily::Rejected;
   default:
     if ((traits & SHARED) || c == OpCode::MemDescIndex)
@@ -514,10 +517,6 @@ PtxFamily ptxFamily(OpCode c) {
 /// The ops the GPU path refuses, each with the error a user (or we) sees.
 [[noreturn]] void rejectOp(Emitter &e, Operation &op) {
   switch (op.code()) {
-  case OpCode::Print:
-    e.userError(op, "tl.device_print on the GPU is not implemented yet");
-  case OpCode::Assert:
-    e.userError(op, "tl.device_assert on the GPU is not implemented yet");
   case OpCode::Call:
     e.internalError(op, "survived inlining");
   default:
@@ -571,6 +570,9 @@ void Emitter::emitOp(Operation &op) {
     break;
   case PtxFamily::Dot:
     done = emitDot(*this, op);
+    break;
+  case PtxFamily::Debug:
+    done = emitDebugOp(*this, op);
     break;
   case PtxFamily::Return:
     ins("ret");
@@ -700,6 +702,7 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
        << opts.target.ptxVersion % 10 << "\n";
   head << ".target " << opts.target.str() << "\n";
   head << ".address_size 64\n\n";
+  head << debugModuleDecls(*this);
   if (gpu::sharedBytes(fn) > 0)
     head << ".extern .shared .align 16 .b8 global_smem[];\n\n";
   head << ".visible .entry " << name << "(\n" << sig.str() << "\n)\n";
@@ -720,6 +723,7 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
     if (regCount_[c])
       head << "\t.reg " << kDecl[c] << " " << kPrefix[c] << "<"
            << regCount_[c] + 1 << ">;\n";
+  head << debugFrameDecls(*this);
   head << "\n" << paramLoads << prologue_.str() << body_.str() << "}\n";
   return head.str();
 }

@@ -17,7 +17,8 @@
 // emit_control_flow.cpp (scf.for/if/while), emit_tensor.cpp (constants,
 // program ids, make_range, splat and the data movement ops), emit_shared.cpp
 // (memory descriptors, async copies, mbarriers), emit_dot.cpp (tt.dot:
-// mma.sync, wgmma or FMAs).
+// mma.sync, wgmma or FMAs), emit_debug.cpp (tt.print through vprintf,
+// tt.assert into the debug record, tt.elementwise_inline_asm).
 //
 // A `!ttg.memdesc` value is one .b32 %r: the shared-memory address of its
 // buffer. A `!ttg.async.token` has no register.
@@ -171,9 +172,24 @@ public:
                           const std::string &guard);
   /// Appends the hidden parameters to the .entry signature.
   void boundsParams(std::vector<KernelParam> &hidden, std::ostringstream &sig);
+  /// Where `bad` holds, counts a failure in the record; the first failing
+  /// thread of the grid writes `site`, the program id, `bytes` and `offset`
+  /// (a .b64 register) there. Used by checkAccess and tl.device_assert.
+  void reportFailure(int site, const std::string &bad, int bytes,
+                     const std::string &offset);
   std::vector<AccessSite> accessSites;
   std::vector<KernelParam> hiddenParams;
   int uncheckedAccesses = 0;
+
+  // ---- tt.print, tt.assert, inline asm (emit_debug.cpp) ---------------------
+  /// Text copied into the body as it is (braces, the user's asm).
+  void verbatim(const std::string &s) { body_ << s; }
+  /// The format strings of tt.print, printed as .global byte arrays.
+  std::vector<std::string> formatStrings;
+  /// Bytes of vprintf's argument buffer in local memory (0: none), and its
+  /// generic address (a prologue register, once used).
+  int printBufferBytes = 0;
+  std::string printBufferAddress;
 
   [[noreturn]] void userError(const Operation &op, const std::string &msg);
   [[noreturn]] void internalError(const Operation &op, const std::string &msg);
@@ -208,6 +224,11 @@ bool emitControlFlow(Emitter &e, Operation &op);
 bool emitTensorOp(Emitter &e, Operation &op);
 bool emitShared(Emitter &e, Operation &op);
 bool emitDot(Emitter &e, Operation &op);
+bool emitDebugOp(Emitter &e, Operation &op); // tt.print, tt.assert, inline asm
+/// What emit_debug.cpp adds to the module (vprintf's declaration, format
+/// strings) and to the top of the kernel's body (the argument buffer).
+std::string debugModuleDecls(const Emitter &e);
+std::string debugFrameDecls(const Emitter &e);
 
 // ---- helpers shared between families
 // ----------------------------------------------

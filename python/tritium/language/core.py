@@ -1194,7 +1194,9 @@ def device_print(prefix, *args, hex=False):
 
 @builtin
 def device_assert(cond, msg=""):
-    """Fails the launch with an ExecutionError when cond is false somewhere."""
+    """Fails the launch with an ExecutionError when cond is false somewhere:
+    always on the CPU executor, on the GPU in debug builds only (as in
+    Triton; see docs/gpu-debug.md)."""
     c = _unwrap(cond)
     msg = _unwrap(msg)
     if not isinstance(c, tensor):
@@ -1204,6 +1206,40 @@ def device_assert(cond, msg=""):
     if not c.dtype.is_bool():
         c = tensor(_builder().binary("ne", c.handle, 0))
     _builder().create_op("tt.assert", [c.handle], [], {"message": str(msg)})
+
+
+@builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Runs PTX text `asm` on the elements of `args` (broadcast to one shape),
+    `pack` elements per run, giving a tensor of `dtype` (a tuple of tensors
+    when dtype is a tuple or list). In the text, `$i` is the i-th register of
+    `constraints` (LLVM letters: the results' `=r`... first, then the
+    arguments'); elements narrower than 32 bits are packed, up to `pack` of
+    them, into one register. GPU only."""
+    asm = _unwrap(asm)
+    constraints = _unwrap(constraints)
+    if not isinstance(asm, str) or not isinstance(constraints, str):
+        raise TypeError("tl.inline_asm_elementwise: asm and constraints must be strings")
+    args = _unwrap(args)
+    if isinstance(args, tensor) or not isinstance(args, (list, tuple)):
+        args = [args]
+    dtypes = _unwrap(dtype)
+    single = not isinstance(dtypes, (list, tuple))
+    if single:
+        dtypes = [dtypes]
+    names = []
+    for d in dtypes:
+        d = _to_dtype(d, "tl.inline_asm_elementwise's dtype")
+        if d.is_ptr() or d.is_void():
+            raise TypeError(f"tl.inline_asm_elementwise cannot return {d!r}")
+        names.append(d.ir_name)
+    pack = _unwrap(pack)
+    if isinstance(pack, bool) or not isinstance(pack, int):
+        raise TypeError(f"tl.inline_asm_elementwise: pack must be an int, got {pack!r}")
+    values = [_value(a, "tl.inline_asm_elementwise argument") for a in args]
+    out = [tensor(h) for h in _builder().inline_asm_elementwise(
+        asm, constraints, values, names, bool(_unwrap(is_pure)), pack)]
+    return out[0] if single else tuple(out)
 
 
 @builtin

@@ -8,7 +8,8 @@ whether a launch is checked (`debug_enabled`), keeps the compile's site
 table in the kernel's metadata (`bounds_metadata`), launches with the
 hidden arguments (`launch_debug`) and turns a filled-in record into an
 `OutOfBoundsError` that names the kernel, the line, the argument, the
-offset and the program id (`bounds_error`).
+offset and the program id, or a `DeviceAssertionError` for a failed
+tl.device_assert (`bounds_error`).
 
 It knows no compiler: a kernel is anything with `name`, `metadata` and
 `gpu_kernel()` (runtime.cuda.GPUKernel).
@@ -48,6 +49,22 @@ class OutOfBoundsError(ExecutionError, IndexError):
         self.count = info.get("count", 1)
 
 
+class DeviceAssertionError(ExecutionError, AssertionError):
+    """A tl.device_assert failed in a debug build of a GPU kernel.
+
+    Besides ExecutionError's message, file, line and col: kernel,
+    assert_message (the assertion's own message), program_id (x, y, z) and
+    count (how many false elements and failed accesses the threads counted;
+    only the first is described)."""
+
+    def __init__(self, message, file="", line=0, col=0, **info):
+        super().__init__(message, file, line, col)
+        self.kernel = info.get("kernel")
+        self.assert_message = info.get("assert_message")
+        self.program_id = info.get("program_id")
+        self.count = info.get("count", 1)
+
+
 def debug_enabled(jit_fn, options):
     """Whether a launch compiles with bounds checks: the launch option
     `debug`, else the @jit(debug=...) argument, else $TRITIUM_DEBUG."""
@@ -67,8 +84,9 @@ def bounds_metadata(res):
                            "`make build`")
     return {
         "hidden_params": [[str(k), str(n)] for k, n in bc["hidden_params"]],
-        "sites": [[str(kind), int(param), int(eb), str(file or ""), int(line), int(col)]
-                  for kind, param, eb, file, line, col in bc["sites"]],
+        "sites": [[str(kind), int(param), int(eb), str(file or ""), int(line), int(col),
+                   str(message), [int(d) for d in shape]]
+                  for kind, param, eb, file, line, col, message, shape in bc["sites"]],
         "unchecked": int(bc["unchecked"]),
         "record_bytes": int(bc["record_bytes"]),
     }
@@ -195,7 +213,11 @@ def bounds_error(kernel_name, metadata, raw, extents):
     if site >= len(sites):
         return ExecutionError(f"kernel '{kernel_name}': an out-of-bounds access was reported "
                               f"with an invalid site {site} (a corrupt record?)")
-    kind, param, elem_bytes, file, line, col = sites[site]
+    kind, param, elem_bytes, file, line, col = sites[site][:6]
+    if kind == "assert":
+        message, shape = sites[site][6:8]
+        return _assert_error(kernel_name, file, line, col, message, shape, offset,
+                             (px, py, pz), count)
     arg = metadata["params"][param][1]
     extent = extents[param]
     elem_bytes = max(int(elem_bytes), 1)
@@ -214,14 +236,44 @@ def bounds_error(kernel_name, metadata, raw, extents):
                f"argument '{arg}', which reaches {size}; program id ({px}, {py}, {pz})")
     if count > 1:
         message += f"; {count - 1} more out-of-bounds accesses were suppressed"
-    if file and line > 0:
-        text = linecache.getline(file, line).rstrip("\r\n")
-        if text.strip():
-            stripped = text.lstrip()
-            indent = len(text) - len(stripped)
-            message += "\n    " + stripped.rstrip()
-            if col > 0:
-                message += "\n    " + " " * max(col - 1 - indent, 0) + "^"
+    message += _source_excerpt(file, line, col)
     return OutOfBoundsError(message, file or "", line, col, kernel=kernel_name, kind=kind,
                             argument=arg, offset=first, extent=extent,
                             program_id=(px, py, pz), count=count)
+
+
+def _source_excerpt(file, line, col):
+    """The source line and a caret under col, as lines to append ("" when
+    the file cannot be read)."""
+    if not file or line <= 0:
+        return ""
+    text = linecache.getline(file, line).rstrip("\r\n")
+    if not text.strip():
+        return ""
+    stripped = text.lstrip()
+    indent = len(text) - len(stripped)
+    out = "\n    " + stripped.rstrip()
+    if col > 0:
+        out += "\n    " + " " * max(col - 1 - indent, 0) + "^"
+    return out
+
+
+def _assert_error(kernel_name, file, line, col, message, shape, index, pid, count):
+    """The DeviceAssertionError of a failed tl.device_assert, worded as the
+    CPU executor words it."""
+    where = f"{file}:{line}:{col}" if file and line > 0 else "an unknown location"
+    detail = message or "assertion"
+    if shape:
+        coords = []
+        for n in reversed(shape):
+            coords.append(index % n)
+            index //= n
+        detail += " (element (" + ", ".join(str(c) for c in reversed(coords)) + "))"
+    text = (f"device assertion failed in kernel '{kernel_name}' at {where}: {detail}, "
+            f"program id ({pid[0]}, {pid[1]}, {pid[2]})")
+    if count > 1:
+        text += f"; {count - 1} more failures (false elements or out-of-bounds accesses) " \
+                "were suppressed"
+    text += _source_excerpt(file, line, col)
+    return DeviceAssertionError(text, file or "", line, col, kernel=kernel_name,
+                                assert_message=message, program_id=pid, count=count)

@@ -25,25 +25,29 @@ inline std::string ptxBytesParamDecl(const KernelParam &p,
          std::to_string(p.bytes) + "]";
 }
 
-/// One checked global-memory access of a bounds-checked kernel; its index
-/// in CompiledKernel::accessSites is what the device record names.
+/// One checked global-memory access, or one tl.device_assert, of a
+/// bounds-checked kernel; its index in CompiledKernel::accessSites is what
+/// the device record names.
 struct AccessSite {
-  std::string kind; // "load", "store", "atomic"
+  std::string kind; // "load", "store", "atomic", "assert"
   int param = -1;   // the pointer parameter the address derives from
   int elemBytes = 0;
   Location loc;
+  std::string message;        // "assert": the assertion's message
+  std::vector<int64_t> shape; // "assert": the condition's shape ({}: scalar)
 };
 
 /// The device record a bounds-checked kernel writes on a violation (32
 /// bytes, zeroed by the launcher). `count` is incremented by every violating
-/// access (one per thread and vector); the one that finds it 0 writes the
-/// rest.
+/// access (one per thread and vector) and every false element of a
+/// tl.device_assert; the one that finds it 0 writes the rest.
 struct BoundsRecordLayout {
   static constexpr int kCount = 0;   // u32
   static constexpr int kSite = 4;    // u32, index into accessSites
   static constexpr int kPid = 8;     // 3 x u32: program id x, y, z
-  static constexpr int kBytes = 20;  // u32, bytes the access touches
-  static constexpr int kOffset = 24; // s64, address - argument base
+  static constexpr int kBytes = 20;  // u32, bytes the access touches (0: assert)
+  static constexpr int kOffset = 24; // s64, address - argument base; for an
+                                     // assert, the row-major element index
   static constexpr int kSize = 32;
 };
 
