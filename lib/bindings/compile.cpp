@@ -69,6 +69,15 @@ py::dict resultDict(const CompileJob &job, const CompileResult &r) {
     bc["record_bytes"] = BoundsRecordLayout::kSize;
     out["bounds_check"] = bc;
   }
+  py::list accesses, buffers;
+  for (const MemoryAccess &a : ck.accesses)
+    accesses.append(py::make_tuple(a.op, a.instruction, a.elemBytes, a.elems, a.count,
+                                   a.loc.file, a.loc.line, a.loc.col));
+  for (const SharedAllocation &b : ck.sharedAllocations)
+    buffers.append(py::make_tuple(b.op, b.scratch, b.offset, b.bytes, b.loc.file,
+                                  b.loc.line, b.loc.col));
+  out["accesses"] = accesses;
+  out["shared_allocations"] = buffers;
   if (job.input == PipelineInput::TileIR)
     out["tir"] = r.tir;
   out["cubin"] = r.assembled ? py::object(py::bytes(r.cubin)) : py::object(py::none());
@@ -197,7 +206,10 @@ void bindCompile(py::module_ &m) {
       "pipeline (tile_passes=True: as built, the tile passes run first) -> GPU IR -> PTX "
       "for `target`, and with ptxas=True the cubin. Returns dict(name, gir, ptx, "
       "num_warps, shared_bytes, target, params=[(kind, name)], cubin (bytes or None), "
-      "ptxas_log, stats={counter: n}, timings={step: ms}, ptx_ms, ptxas_ms), plus tir "
+      "ptxas_log, stats={counter: n}, timings={step: ms}, ptx_ms, ptxas_ms, "
+      "accesses=[(op, instruction, elem_bytes, elems, count, file, line, col)]: per "
+      "memory op, `count` instructions per thread of `elems` elements each, "
+      "shared_allocations=[(op, scratch, offset, bytes, file, line, col)]), plus tir "
       "with tile_passes; with bounds_check, the PTX checks every global access (see "
       "docs/gpu-debug.md) and the dict has bounds_check=dict(hidden_params=[(kind, "
       "name)], sites=[(kind, param, elem_bytes, file, line, col)], unchecked, "

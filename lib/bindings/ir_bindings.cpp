@@ -263,6 +263,15 @@ void bindIR(py::module_ &m) {
                                    self.cast<Operation *>()->operands(), self);
                              })
       .def_property_readonly("num_regions", &Operation::numRegions)
+      // The Python source position the op came from: (file, line, col), or
+      // None when unknown (ops parsed from text without loc(...)).
+      .def_property_readonly("loc",
+                             [](const Operation &o) -> py::object {
+                               const Location &l = o.loc();
+                               if (!l.known() || l.implicit)
+                                 return py::none();
+                               return py::make_tuple(l.file, l.line, l.col);
+                             })
       .def(
           "body",
           [](Operation &o, unsigned i) {

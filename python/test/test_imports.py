@@ -157,7 +157,8 @@ LAYERS = [
     ("tritium.testing",),
     ("tritium.jit", "tritium.compile_api", "tritium.autotuner", "tritium.torch_op"),
     ("tritium.inductor",),
-    ("tritium.tools.compile",),  # the AOT tool drives the whole compiler
+    # The AOT tool and explain drive the whole compiler.
+    ("tritium.tools.compile", "tritium.tools.explain"),
 ]
 
 

@@ -140,6 +140,9 @@ std::vector<Access> sharedAccesses(const std::string &ptx, int64_t tid) {
     auto u32 = [](int64_t v) { return int64_t(uint32_t(v)); };
     if (op == "mov.u32" && xs.size() == 2)
       r = val(xs[1], ok);
+    else if (op == "shfl.sync.idx.b32" && xs.size() == 5 && xs[2] == "0")
+      r = val(xs[1], ok); // the warp index broadcast from lane 0: the same
+                          // in every lane (tid >> 5), so lane 0's is ours
     else if (op == "and.b32")
       r = val(xs[1], ok) & val(xs[2], ok);
     else if (op == "xor.b32")

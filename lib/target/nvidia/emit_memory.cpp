@@ -186,6 +186,7 @@ void emitLoad(Emitter &e, Operation &op) {
       vol ? ".volatile.global" : ".global" + cacheSuffix(op, true);
   bool boolElem = isBool(elem);
   int site = e.accessSite(op, ptr, "load", (int)eb);
+  e.noteAccess(op, "ld.global", eb, v, (n + v - 1) / v);
   Regs out;
   for (int g = 0; g < n; g += v) {
     std::string pred =
@@ -270,6 +271,7 @@ void emitStore(Emitter &e, Operation &op) {
   std::string owner = e.ownerPred(ptr->type());
   std::string mods = ".global" + cacheSuffix(op, false);
   int site = e.accessSite(op, ptr, "store", (int)eb);
+  e.noteAccess(op, "st.global", eb, v, (n + v - 1) / v);
   for (int g = 0; g < n; g += v) {
     std::string p =
         e.checkAccess(site, pr[g], (int)(v * eb), guardOf(e, mr, g, owner));
@@ -440,6 +442,7 @@ void emitAtomicRMW(Emitter &e, Operation &op) {
   RC rc = regClass(elem);
   int eb = (int)gpu::storageBytes(elem);
   int site = e.accessSite(op, ptr, "atomic", eb);
+  e.noteAccess(op, "atom.global", eb, 1, (int)pr.size());
   Regs res;
   for (size_t i = 0; i < pr.size(); ++i) {
     std::string p =
@@ -496,6 +499,7 @@ void emitAtomicCAS(Emitter &e, Operation &op) {
   RC bc = bitsClass(elem);
   int eb = (int)gpu::storageBytes(elem);
   int site = e.accessSite(op, ptr, "atomic", eb);
+  e.noteAccess(op, "atom.global.cas", eb, 1, (int)pr.size());
   Regs res;
   for (size_t i = 0; i < pr.size(); ++i) {
     std::string p = e.checkAccess(site, pr[i], eb, owner);

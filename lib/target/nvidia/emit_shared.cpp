@@ -176,6 +176,15 @@ std::string list(const Regs &r) {
   return s + "}";
 }
 
+/// Vectors of `v` registers among `n` that a thread writes itself: those
+/// whose first register is no copy (copyRegisterMask) of another's.
+int ownedVectors(size_t n, int v, int copies) {
+  int count = 0;
+  for (int r = 0; r < (int)n; r += v)
+    count += (r & copies) == 0;
+  return count;
+}
+
 std::string vec(size_t n) { return n > 1 ? ".v" + std::to_string(n) : ""; }
 
 /// st.shared of `vals` (one vector of elements) at `addr`.
@@ -246,6 +255,7 @@ void storeTile(Emitter &e, Operation &op, Value *value, const Type *memdesc,
   Addresses addr = addressesOf(e, m, base, eb);
   const Regs &vr = e.regs(value);
   int copies = m.copyRegisterMask();
+  e.noteAccess(op, "st.shared", eb, v, ownedVectors(vr.size(), v, copies));
   e.sharedWriteBegins(op);
   for (int r = 0; r < (int)vr.size(); r += v) {
     if (r & copies)
@@ -322,6 +332,8 @@ bool ldmatrixLoad(Emitter &e, Operation &op, const std::string &base,
     std::string ins = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(mats) +
                       (trans ? ".trans" : "") + ".shared.b16 ";
     int per = 2 * mats; // 16-bit registers one instruction fills
+    e.noteAccess(op, trans ? "ldmatrix.trans" : "ldmatrix", 2, per,
+                 (n + per - 1) / per);
     Regs out(n);
     for (int g = 0; g < n; g += per) {
       Regs d;
@@ -352,6 +364,7 @@ void emitLocalLoad(Emitter &e, Operation &op) {
   int v = vectorWidth(m, eb, isBool(elem));
   Addresses addr = addressesOf(e, m, base, eb);
   int n = Emitter::numRegs(rt), copies = m.copyRegisterMask();
+  e.noteAccess(op, "ld.shared", eb, v, ownedVectors(n, v, copies));
   Regs out(n);
   for (int r = 0; r < n; r += v) {
     if (r & copies)
@@ -457,7 +470,11 @@ void emitAsyncCopy(Emitter &e, Operation &op) {
   CopyPlan plan = copyPlan(e, op, m);
   int v = plan.width;
   int64_t bytes = v * eb;
+  int copies = m.copyRegisterMask();
+  int count = ownedVectors(e.regs(ptr).size(), v, copies);
   if (plan.synchronous) {
+    // Element by element: a ld.global then a st.shared each.
+    e.noteAccess(op, "ld.global+st.shared", eb, 1, count);
     synchronousCopy(e, op, m, addr, owner, site);
     e.bind(op.result(0), {});
     return;
@@ -467,7 +484,7 @@ void emitAsyncCopy(Emitter &e, Operation &op) {
   std::string guard = owner.empty() ? "" : "@" + owner + " ";
   std::string ins = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") +
                     ".shared.global ";
-  int copies = m.copyRegisterMask();
+  e.noteAccess(op, "cp.async", eb, v, count);
   for (int g = 0; g < (int)pr.size(); g += v) {
     if (g & copies)
       continue;

@@ -367,6 +367,12 @@ void Emitter::sharedWriteBegins(const Operation &op) {
   barrierFor_ = nullptr;
 }
 
+void Emitter::noteAccess(const Operation &op, const std::string &instruction,
+                         int64_t elemBytes, int elems, int count) {
+  accesses.push_back({std::string(op.name()), instruction, (int)elemBytes,
+                      elems, count, op.loc()});
+}
+
 void Emitter::userError(const Operation &op, const std::string &msg) {
   throw UserError(msg, op.loc());
 }

@@ -191,6 +191,13 @@ public:
   int printBufferBytes = 0;
   std::string printBufferAddress;
 
+  // ---- what the lowering decided (CompiledKernel::accesses) ---------------
+  /// Records that `op` became `count` `instruction`s per thread, each moving
+  /// `elems` elements of `elemBytes` bytes. Lowerings call it once per op.
+  void noteAccess(const Operation &op, const std::string &instruction,
+                  int64_t elemBytes, int elems, int count);
+  std::vector<MemoryAccess> accesses;
+
   [[noreturn]] void userError(const Operation &op, const std::string &msg);
   [[noreturn]] void internalError(const Operation &op, const std::string &msg);
   void requireSM(const Operation &op, int sm, const std::string &what);

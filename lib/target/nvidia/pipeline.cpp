@@ -93,6 +93,21 @@ void checkGPUInput(Function &f, const PipelineOptions &opts) {
                     f.loc());
 }
 
+/// The buffers --allocate-shared-memory placed in `f`, in program order.
+std::vector<SharedAllocation> sharedAllocationsOf(Function &f) {
+  std::vector<SharedAllocation> out;
+  f.walk([&](Operation *op) {
+    int64_t offset = gpu::sharedOffset(*op);
+    if (offset < 0)
+      return;
+    bool alloc = op->code() == OpCode::LocalAlloc;
+    int64_t bytes = alloc ? gpu::memdescBytes(op->result(0)->type())
+                          : gpu::scratchBytes(f, *op);
+    out.push_back({std::string(op->name()), !alloc, offset, bytes, op->loc()});
+  });
+  return out;
+}
+
 } // namespace
 
 void compileKernel(const Module &m, const std::string &kernel,
@@ -144,6 +159,7 @@ void compileKernel(const Module &m, const std::string &kernel,
   runPasses(*gm, {"allocate-shared-memory", "insert-barriers"}, r.stats, opts,
             gpu::gpuPasses());
   r.kernel.gir = print(f);
+  r.kernel.sharedAllocations = sharedAllocationsOf(f);
   steps.end();
 
   // 4. PTX.
@@ -157,6 +173,7 @@ void compileKernel(const Module &m, const std::string &kernel,
   ck.hiddenParams = std::move(e.hiddenParams);
   ck.accessSites = std::move(e.accessSites);
   ck.uncheckedAccesses = e.uncheckedAccesses;
+  ck.accesses = std::move(e.accesses);
   steps.end();
 
   // 5. cubin (optional: without ptxas the runtime hands PTX to the driver).

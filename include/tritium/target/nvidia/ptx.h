@@ -51,6 +51,26 @@ struct BoundsRecordLayout {
   static constexpr int kSize = 32;
 };
 
+/// One memory op as the emitter lowered it: `count` instructions per thread,
+/// each moving `elems` elements of `elemBytes` bytes (16 bytes: a
+/// ld.global.v4.b32). What `python -m tritium.tools.explain` shows per line.
+struct MemoryAccess {
+  std::string op;          // "tt.load", "ttg.async_copy_global_to_local", ...
+  std::string instruction; // "ld.global", "st.shared", "cp.async", "ldmatrix"
+  int elemBytes = 0;
+  int elems = 1; // per instruction and thread
+  int count = 0; // instructions per thread
+  Location loc;
+};
+
+/// One shared-memory buffer as --allocate-shared-memory placed it.
+struct SharedAllocation {
+  std::string op;   // its owner: "ttg.local_alloc", or an op's scratch
+  bool scratch = false; // memory used only while the op runs
+  int64_t offset = 0, bytes = 0;
+  Location loc;
+};
+
 struct CompiledKernel {
   std::string name;             // the .entry name in the PTX
   std::string gir;              // GPU IR text (every tensor has a layout)
@@ -67,6 +87,10 @@ struct CompiledKernel {
   /// Accesses left unchecked: the address's argument is unknown (a pointer
   /// loaded from memory, made from an integer, or chosen at run time).
   int uncheckedAccesses = 0;
+  /// Every global and shared access the PTX makes, in emission order.
+  std::vector<MemoryAccess> accesses;
+  /// Every shared-memory buffer, in program order of its owner.
+  std::vector<SharedAllocation> sharedAllocations;
 };
 
 /// compileKernel(m, kernel, opts).kernel (tritium/target/nvidia/
