@@ -46,50 +46,66 @@ def _line_of(marker):
 # ---- device_print --------------------------------------------------------------------------
 
 _PRINT_SCRIPT = r"""
+import ctypes
 import sys
 sys.path[:0] = [{here!r}, {python_dir!r}]
 import torch
 import _debug_ops_kernels as K
 
-device, case, num_warps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+device, cases, num_warps = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3])
 dtypes = {{"bool": torch.bool, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16,
           "int32": torch.int32, "int64": torch.int64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}}
-kind, _, dtype = case.partition(":")
-if kind in ("dec", "hex"):
-    n = 256
-    t = dtypes[dtype]
-    if t == torch.bool:
-        x = torch.arange(n) % 3 == 0
-    elif t.is_floating_point:
-        x = ((torch.arange(n) - n // 2) * 0.25).to(t)
-    elif t == torch.int64:
-        x = torch.arange(n, dtype=t) * (2 ** 33 + 7) - 2 ** 40
-    else:
-        info = torch.iinfo(t)
-        x = torch.arange(n, dtype=torch.int64).remainder(info.max - info.min + 1).add(info.min)
-        x = x.to(t)
-    K.print_1d[(1,)](x.to(device), BLOCK=n, HEX=kind == "hex", num_warps=num_warps)
-elif kind == "2d":
-    r, c = (int(v) for v in dtype.split("x"))
-    x = torch.arange(r * c, dtype=torch.float32).reshape(r, c) * 0.5 - 3
-    K.print_2d[(2, 1, 1)](x.to(device), R=r, C=c, num_warps=num_warps)
-elif kind == "scalars":
-    x = torch.tensor([1.5, -0.75, 8.0], dtype=torch.float16)
-    K.print_scalars[(3,)](x.to(device), 2 ** 40 + 3, num_warps=num_warps)
-if device == "cuda":
-    torch.cuda.synchronize()
-sys.stdout.flush()
+libc = ctypes.CDLL(None)
+# Every case in one process (a process per case cost seconds of torch import each); a
+# marker line, after the device synchronised, separates one case's output from the next.
+for case in cases:
+    print("=== " + case, flush=True)
+    kind, _, dtype = case.partition(":")
+    if kind in ("dec", "hex"):
+        n = 256
+        t = dtypes[dtype]
+        if t == torch.bool:
+            x = torch.arange(n) % 3 == 0
+        elif t.is_floating_point:
+            x = ((torch.arange(n) - n // 2) * 0.25).to(t)
+        elif t == torch.int64:
+            x = torch.arange(n, dtype=t) * (2 ** 33 + 7) - 2 ** 40
+        else:
+            info = torch.iinfo(t)
+            x = torch.arange(n, dtype=torch.int64).remainder(info.max - info.min + 1).add(info.min)
+            x = x.to(t)
+        K.print_1d[(1,)](x.to(device), BLOCK=n, HEX=kind == "hex", num_warps=num_warps)
+    elif kind == "2d":
+        r, c = (int(v) for v in dtype.split("x"))
+        x = torch.arange(r * c, dtype=torch.float32).reshape(r, c) * 0.5 - 3
+        K.print_2d[(2, 1, 1)](x.to(device), R=r, C=c, num_warps=num_warps)
+    elif kind == "scalars":
+        x = torch.tensor([1.5, -0.75, 8.0], dtype=torch.float16)
+        K.print_scalars[(3,)](x.to(device), 2 ** 40 + 3, num_warps=num_warps)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    # The driver's printf buffer and the executor's prints go through C stdio, buffered on
+    # a pipe: flushed here, before the next case's marker.
+    libc.fflush(None)
+    sys.stdout.flush()
 """
 
 
-def _printed(device, case, num_warps, tmp_path):
+def _printed(device, cases, num_warps, tmp_path):
+    """{case: sorted "pid (" lines} of running `cases` in one subprocess."""
     script = tmp_path / "print_case.py"
     script.write_text(_PRINT_SCRIPT.format(here=HERE, python_dir=PYTHON_DIR))
-    r = subprocess.run([sys.executable, str(script), device, case, str(num_warps)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, str(script), device, ",".join(cases), str(num_warps)],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    return sorted(line for line in r.stdout.splitlines() if line.startswith("pid ("))
+    out, case = {c: [] for c in cases}, None
+    for line in r.stdout.splitlines():
+        if line.startswith("=== "):
+            case = line[4:]
+        elif line.startswith("pid ("):
+            out[case].append(line)
+    return {c: sorted(lines) for c, lines in out.items()}
 
 
 PRINT_CASES = ([f"dec:{d}" for d in ("bool", "int8", "uint8", "int16", "int32", "int64",
@@ -99,18 +115,31 @@ PRINT_CASES = ([f"dec:{d}" for d in ("bool", "int8", "uint8", "int16", "int32", 
                + ["2d:4x8", "2d:16x32", "2d:2x2"])
 
 
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory):
+    """(device, num_warps) -> {case: lines}, each pair run once, on first use."""
+    runs = {}
+
+    def get(device, num_warps):
+        if (device, num_warps) not in runs:
+            runs[device, num_warps] = _printed(device, PRINT_CASES, num_warps,
+                                               tmp_path_factory.mktemp("print"))
+        return runs[device, num_warps]
+    return get
+
+
 @pytest.mark.parametrize("num_warps", [1, 4])
 @pytest.mark.parametrize("case", PRINT_CASES)
-def test_gpu_device_print_matches_executor(case, num_warps, tmp_path, torch):
-    gpu = _printed("cuda", case, num_warps, tmp_path)
-    cpu = _printed("cpu", case, num_warps, tmp_path)
+def test_gpu_device_print_matches_executor(case, num_warps, printed, torch):
+    gpu = printed("cuda", num_warps)[case]
+    cpu = printed("cpu", num_warps)[case]
     assert gpu, "the GPU printed nothing"
     assert gpu == cpu  # the same lines, each element once
 
 
 def test_gpu_device_print_scalars_and_pointer(tmp_path, torch):
-    gpu = _printed("cuda", "scalars", 4, tmp_path)
-    cpu = _printed("cpu", "scalars", 4, tmp_path)
+    gpu = _printed("cuda", ["scalars"], 4, tmp_path)["scalars"]
+    cpu = _printed("cpu", ["scalars"], 4, tmp_path)["scalars"]
     # One line per program for each scalar print (thread 0 only).
     strip = [line for line in gpu if " ptr " not in line]
     assert strip == [line for line in cpu if " ptr " not in line]
@@ -165,11 +194,13 @@ def test_gpu_device_assert_removed_without_debug(torch, monkeypatch):
 
 
 def test_gpu_device_assert_from_environment(torch, monkeypatch):
+    # $TRITIUM_DEBUG is read when a specialisation is first launched: the fast launch path
+    # keeps the build an earlier call installed. A BLOCK no other test launches.
     monkeypatch.setenv("TRITIUM_DEBUG", "1")
     x = torch.arange(256, device="cuda", dtype=torch.int32)
     y = torch.empty_like(x)
     with pytest.raises(debug.DeviceAssertionError):
-        K.assert_below[(1,)](x, y, 100, BLOCK=256)
+        K.assert_below[(2,)](x, y, 100, BLOCK=128)
 
 
 # ---- inline_asm_elementwise ----------------------------------------------------------------
