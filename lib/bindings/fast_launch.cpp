@@ -25,6 +25,7 @@
 
 #include "tritium/runtime/launcher.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
@@ -74,6 +75,36 @@ struct LastLaunch {
   py::object kernel;
 };
 
+/// The environment variables that change what the slow path builds.
+struct EnvState {
+  static constexpr const char *kNames[2] = {"TRITIUM_DEBUG", "TRITIUM_TARGET"};
+  bool set[2] = {false, false};
+  std::string value[2];
+
+  static EnvState now() {
+    EnvState s;
+    for (int i = 0; i < 2; ++i)
+      if (const char *v = std::getenv(kNames[i])) {
+        s.set[i] = true;
+        s.value[i] = v;
+      }
+    return s;
+  }
+  /// Whether the environment still holds these values (no allocation).
+  bool current() const {
+    for (int i = 0; i < 2; ++i) {
+      const char *v = std::getenv(kNames[i]);
+      if ((v != nullptr) != set[i] || (v && value[i] != v))
+        return false;
+    }
+    return true;
+  }
+  bool operator==(const EnvState &o) const {
+    return set[0] == o.set[0] && set[1] == o.set[1] && value[0] == o.value[0] &&
+           value[1] == o.value[1];
+  }
+};
+
 struct Launcher {
   std::vector<Param> params;
   std::vector<py::object> options; // launch option names, interned
@@ -86,6 +117,11 @@ struct Launcher {
   uint64_t hits = 0, misses = 0;
   bool dryRun = false;
   LastLaunch last;
+  /// $TRITIUM_DEBUG and $TRITIUM_TARGET as they were when `entries` were
+  /// installed: the slow path builds differently under other values
+  /// (bounds-checked, another target), so a launch under other values takes
+  /// it. Two getenv calls per launch (about 50 ns).
+  EnvState env;
 };
 
 /// One call, bound and encoded. Python objects are borrowed from the call.
@@ -461,7 +497,7 @@ PyObject *fastLaunch(PyObject *, PyObject *const *args, Py_ssize_t nargsf, PyObj
     size_t nk = nargs - 2;
     Call c;
     c.key.reserve(128);
-    if (!bind(L, kargs, nk, kwnames, c) || !encode(L, c))
+    if (!L.env.current() || !bind(L, kargs, nk, kwnames, c) || !encode(L, c))
       return slowPath(L, grid, kargs, nk, kwnames);
     auto it = L.entries.find(std::string_view(c.key));
     if (it == L.entries.end())
@@ -612,8 +648,12 @@ void bindFastLaunch(py::module_ &m) {
           if (isPtr != isTensor || v == Py_None)
             return false;
         }
-        if (L.entries.size() >= kMaxEntries)
+        // Entries installed under other values of the environment were
+        // built for them: dropped.
+        EnvState env = EnvState::now();
+        if (L.entries.size() >= kMaxEntries || !(env == L.env))
           L.entries.clear();
+        L.env = std::move(env);
         Entry e;
         e.kernel = std::move(kernel);
         e.result = std::move(result);

@@ -11,6 +11,7 @@ instead of calling the driver. What is checked:
     (hypothesis over random argument lists).
 """
 
+import os
 import struct
 
 import pytest
@@ -321,3 +322,34 @@ def test_kernel_with_more_parameters_than_the_cpp_path_takes_still_launches(tmp_
     mod.many[(1,)](out, *range(2, 72))
     assert out[0] == sum(range(2, 72))
     assert mod.many._fast is False
+
+
+@pytest.mark.parametrize("name, value", [("TRITIUM_DEBUG", "1"), ("TRITIUM_TARGET", "sm_80")])
+def test_environment_changes_take_the_slow_path(launcher, monkeypatch, name, value):
+    """$TRITIUM_DEBUG and $TRITIUM_TARGET change what the slow path builds (bounds-checked
+    kernels, another target): a registered specialisation launches from C++ only under the
+    values it was registered with."""
+    fast, slow = launcher
+    x, y = FakeTensor(0x30000), FakeTensor(0x40000)
+    old = os.environ.get(name)
+    monkeypatch.setenv(name, value)
+    assert add[(8,)](x, y, 2001, 2.0, BLOCK=128, num_warps=4) == "slow"
+    if old is None:
+        monkeypatch.delenv(name)
+    else:
+        monkeypatch.setenv(name, old)
+    assert add[(8,)](x, y, 2001, 2.0, BLOCK=128, num_warps=4) == "result"
+    assert len(slow.calls) == 1 and C.fast_stats(fast)["hits"] == 1
+
+
+def test_registering_under_another_environment_drops_the_older_entries(launcher, monkeypatch):
+    fast, slow = launcher
+    old = os.environ.get("TRITIUM_TARGET")
+    monkeypatch.setenv("TRITIUM_TARGET", "sm_80" if old != "sm_80" else "sm_90a")
+    x, y = FakeTensor(0x10000), FakeTensor(0x20000)
+    assert C.fast_register(fast, (x, y, 1000, 0.5), {"BLOCK": 64, "num_warps": 4}, "other",
+                           fake_gpu_kernel(), [0, 1, 2, 3], FakeTensor, lambda d: 7000 + d)
+    assert add[(8,)](x, y, 1000, 0.5, BLOCK=64, num_warps=4) == "other"
+    # The BLOCK=128 entry was built under the fixture's environment: gone.
+    assert add[(8,)](x, y, 1000, 0.5, BLOCK=128, num_warps=4) == "slow"
+    assert len(slow.calls) == 1

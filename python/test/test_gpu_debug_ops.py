@@ -194,13 +194,13 @@ def test_gpu_device_assert_removed_without_debug(torch, monkeypatch):
 
 
 def test_gpu_device_assert_from_environment(torch, monkeypatch):
-    # $TRITIUM_DEBUG is read when a specialisation is first launched: the fast launch path
-    # keeps the build an earlier call installed. A BLOCK no other test launches.
+    # The specialisation test_gpu_device_assert_removed_without_debug installed on the fast
+    # launch path does not serve a launch under TRITIUM_DEBUG=1 (it takes the slow path).
     monkeypatch.setenv("TRITIUM_DEBUG", "1")
-    x = torch.arange(256, device="cuda", dtype=torch.int32)
+    x = torch.arange(1024, device="cuda", dtype=torch.int32)
     y = torch.empty_like(x)
     with pytest.raises(debug.DeviceAssertionError):
-        K.assert_below[(2,)](x, y, 100, BLOCK=128)
+        K.assert_below[(4,)](x, y, 100, BLOCK=256)
 
 
 # ---- inline_asm_elementwise ----------------------------------------------------------------
