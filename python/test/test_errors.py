@@ -247,14 +247,16 @@ def test_lambda_unsupported():
 
 
 @triton.jit
-def _listcomp_kernel(x_ptr):
-    vals = [i * 2 for i in range(4)]  # ERR listcomp
-    tl.store(x_ptr, vals[0])
+def _setcomp_kernel(x_ptr):
+    vals = {i * 2 for i in range(4)}  # ERR setcomp
+    tl.store(x_ptr, 1.0)
 
 
-def test_list_comprehension_unsupported():
-    e = compile_error(_listcomp_kernel, (1,), X)
-    check_error(e, "listcomp", "[i * 2", r"comprehension", r"support")
+def test_set_comprehension_unsupported():
+    # List comprehensions and generators over compile-time sequences are supported
+    # (test_tuple_values_cpu.py); set and dict comprehensions are not.
+    e = compile_error(_setcomp_kernel, (1,), X)
+    check_error(e, "setcomp", "{i * 2", r"comprehension", r"support")
 
 
 @triton.jit

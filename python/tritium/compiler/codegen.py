@@ -166,7 +166,9 @@ def normalize(v):
     if v is None or isinstance(v, (bool, int, float, str)):
         return constexpr(v)
     if isinstance(v, tuple):
-        return tuple(normalize(e) for e in v)
+        items = [normalize(e) for e in v]
+        # A namedtuple keeps its type (and so its fields).
+        return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
     if isinstance(v, list):
         return [normalize(e) for e in v]
     if type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
@@ -231,6 +233,70 @@ def _hashable(v):
 
 def _mangle_part(part):
     return re.sub(r"[^A-Za-z0-9]", "", str(part))[:24]
+
+
+def _holds_runtime_values(v):
+    v = _unwrap(v)
+    if _is_tensor(v) or is_aggregate(v):
+        return True
+    return isinstance(v, (tuple, list)) and any(_holds_runtime_values(e) for e in v)
+
+
+class _TupleArg:
+    """A tuple (or list, or namedtuple) holding tensors as it crosses a @jit call: its
+    tensors (and those of block pointers or descriptors in it), in order, are the call's
+    arguments or results; the rest (its shape, its constants) is static and keys the
+    callee's specialisation. On the other side it is a plain tuple again."""
+
+    _tritium_aggregate = True
+
+    def __init__(self, value):
+        self.value = value
+
+    @staticmethod
+    def _parts(v):
+        v = _unwrap(v)
+        if _is_tensor(v):
+            return [v]
+        if is_aggregate(v):
+            return list(v._components())
+        if isinstance(v, (tuple, list)):
+            return [c for e in v for c in _TupleArg._parts(e)]
+        return []
+
+    def _components(self):
+        return self._parts(self.value)
+
+    def _with_components(self, comps):
+        comps = iter(comps)
+
+        def build(v):
+            v = _unwrap(v)
+            if _is_tensor(v):
+                return next(comps)
+            if is_aggregate(v):
+                return v._with_components([next(comps) for _ in v._components()])
+            if isinstance(v, (tuple, list)):
+                items = [build(e) for e in v]
+                if isinstance(v, list):
+                    return items
+                return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
+            return v
+
+        return build(self.value)
+
+    def _static_key(self):
+        def key(v):
+            v = _unwrap(v)
+            if _is_tensor(v):
+                return "tensor"
+            if is_aggregate(v):
+                return ("agg", v._static_key())
+            if isinstance(v, (tuple, list)):
+                return (type(v).__name__, tuple(key(e) for e in v))
+            return ("const", _hashable(v))
+
+        return key(self.value)
 
 
 def _is_jit_function(fn):
@@ -463,14 +529,13 @@ class CodeGenerator:
             if is_aggregate(v):
                 values.extend(c.handle for c in v._components())
                 return ("agg", v, list(range(len(values) - len(v._components()), len(values))))
-            if isinstance(v, (tuple, list)):
-                raise self.error("returning nested tuples from a @jit function is not "
-                                 "supported", loc_node)
+            if isinstance(v, (tuple, list)) and _holds_runtime_values(v):
+                return item(_TupleArg(v))
             return ("const", normalize(v))
 
         if value is None or (isinstance(value, constexpr) and value.value is None):
             template = ("none",)
-        elif isinstance(value, (tuple, list)):
+        elif isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
             template = ("tuple", [item(v) for v in value])
         else:
             template = ("one", item(value))
@@ -509,10 +574,13 @@ class CodeGenerator:
                 key.append(("agg", (v._static_key(),
                                     tuple(str(c.handle.type) for c in comps))))
                 runtime_args.extend(c.handle for c in comps)
-            elif isinstance(_unwrap(v), (tuple, list)) and any(
-                    _is_tensor(e) for e in _unwrap(v)):
-                raise self.error(f"argument {pname!r} of {jfn.__name__}: passing a tuple of "
-                                 "tensors to a @jit function is not supported yet")
+            elif isinstance(_unwrap(v), (tuple, list)) and _holds_runtime_values(v):
+                agg = _TupleArg(_unwrap(v))
+                comps = agg._components()
+                params.append((pname, ("agg", agg, [c.handle.type for c in comps])))
+                key.append(("agg", (agg._static_key(),
+                                    tuple(str(c.handle.type) for c in comps))))
+                runtime_args.extend(c.handle for c in comps)
             else:
                 params.append((pname, ("const", v)))
                 key.append(("const", _hashable(v)))
@@ -1122,6 +1190,60 @@ class CodeGenerator:
 
     def visit_List(self, node):
         return list(self._elements(node.elts))
+
+    def visit_ListComp(self, node):
+        return list(self._comprehension(node))
+
+    def visit_GeneratorExp(self, node):
+        # `tl.tuple(f(v) for v in values)`: evaluated here, like a list comprehension.
+        return tuple(self._comprehension(node))
+
+    def _comprehension(self, node):
+        """A comprehension over sequences known at compile time (tuples, lists, ranges,
+        tl.static_range), unrolled: each element is generated code, as in Triton."""
+        out = []
+        saved = dict(self.scope)
+
+        def walk(i):
+            if i == len(node.generators):
+                out.append(self.visit(node.elt))
+                return
+            gen = node.generators[i]
+            if gen.is_async:
+                raise self.unsupported(gen, "async comprehension")
+            seq = _unwrap(self.visit(gen.iter))
+            if _is_tensor(seq):
+                raise self.error("a comprehension in a kernel iterates over a tuple, a list or "
+                                 "a range known at compile time, not a tensor", gen.iter)
+            if isinstance(seq, (tl.range, tl.static_range)):
+                bounds = [_unwrap(x) for x in (seq.start, seq.end, seq.step)]
+                if not all(isinstance(x, int) for x in bounds):
+                    raise self.error("a comprehension's range must be known at compile time",
+                                     gen.iter)
+                seq = range(*bounds)
+            try:
+                items = list(seq)
+            except TypeError:
+                raise self.error(f"a comprehension in a kernel iterates over a tuple, a list "
+                                 f"or a range known at compile time, not {seq!r}",
+                                 gen.iter) from None
+            for v in items:
+                self._assign(gen.target, v, constexpr_local=not _holds_runtime_values(v))
+                keep = True
+                for cond in gen.ifs:
+                    c = self.visit(cond)
+                    if _is_tensor(c):
+                        raise self.error("a comprehension's condition must be known at "
+                                         "compile time", cond)
+                    keep = keep and bool(_unwrap(c))
+                if keep:
+                    walk(i + 1)
+
+        try:
+            walk(0)
+        finally:
+            self.scope = saved  # the comprehension's names do not leak
+        return out
 
     def _elements(self, elts):
         out = []

@@ -49,3 +49,22 @@ __all__ += [
     "rand4x", "randint", "randint4x", "randn", "randn4x", "random", "uint_to_uniform_float",
     "umulhi",
 ]
+
+
+def _make_tuple():
+    import builtins
+
+    from .core import builtin
+
+    @builtin
+    def tuple(values=(), type=None):
+        """`tl.tuple(values)`: a tuple in a kernel. At compile time it is a Python tuple whose
+        tensors stay separate values; it crosses @jit calls as arguments and results."""
+        return builtins.tuple(core_unwrap(values))
+
+    from .core import _unwrap as core_unwrap
+    return tuple
+
+
+tuple = _make_tuple()
+__all__ += ["tuple"]
