@@ -1,21 +1,30 @@
-"""Models run under torch.compile with Inductor's Triton CPU backend on
-tritium (test_inductor_cpu.py runs this file in a subprocess, so that the
-sys.modules surgery of tritium.inductor.install() stays out of the test
-process). Prints one JSON line per model:
-{"model", "ok", "error", "max_abs_err", "compiles", "kernels"}.
+"""Models run under torch.compile with Inductor's Triton backend on tritium
+(test_inductor_cpu.py and test_gpu_inductor.py run this file in a subprocess,
+so that the sys.modules surgery of tritium.inductor.install() stays out of the
+test process). Prints one JSON line per model:
+{"model", "ok", "error", "max_abs_err", "compiles", "kernels", "seconds"}.
 
     python _inductor_models.py [model ...]     (default: all of MODELS)
+
+Environment: TRITIUM_INDUCTOR_DEVICE=cuda runs the models on the GPU (torch's
+default device; Inductor's GPU kernels), else on the CPU executor through
+Inductor's cpu_backend="triton". TRITIUM_INDUCTOR_STOCK=1 leaves Inductor on
+its own Triton: the peer of benchmarks/bench_inductor.py.
 """
 
 import copy
 import json
 import os
 import sys
+import time
 import traceback
 
 import tritium.inductor
 
-tritium.inductor.install()
+DEVICE = os.environ.get("TRITIUM_INDUCTOR_DEVICE", "cpu")
+STOCK = os.environ.get("TRITIUM_INDUCTOR_STOCK") == "1"
+if not STOCK:
+    tritium.inductor.install()
 
 # Under the sanitizer job this interpreter has the ASan runtime preloaded; the native compilers
 # Inductor may start must not (their leak report at exit would hang the pipe).
@@ -25,7 +34,10 @@ import torch  # noqa: E402
 import torch._dynamo  # noqa: E402
 import torch._inductor.config as inductor_config  # noqa: E402
 
-inductor_config.cpu_backend = "triton"
+if DEVICE == "cpu":
+    inductor_config.cpu_backend = "triton"
+else:
+    torch.set_default_device(DEVICE)  # every model's tensors and parameters
 
 # Inductor's own tests compare fp32 results at about these tolerances.
 RTOL, ATOL = 1e-4, 1e-5
@@ -109,6 +121,17 @@ def _training():
     return pairs
 
 
+def _transformer():
+    torch.manual_seed(0)
+    # Training mode with no dropout: deterministic, and not the fused inference fast path
+    # (one aten op Inductor would leave alone); attention goes through SDPA.
+    m = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
+                                         dropout=0.0, batch_first=True).train()
+    x = torch.randn(2, 10, 32)
+    with torch.no_grad():
+        return [(torch.compile(m)(x), m(x))]
+
+
 def _softmax():
     torch.manual_seed(0)
     x = torch.randn(16, 33)
@@ -138,7 +161,8 @@ def _dropout():
 # and dropout in training mode (tl.rand) need the language of issue 12.
 MODELS = {"mlp": _mlp, "reductions": _reductions, "elementwise": _elementwise,
           "conv_bn": _conv_bn, "dynamic": _dynamic, "training": _training,
-          "softmax": _softmax, "cumsum": _cumsum, "dropout": _dropout}
+          "softmax": _softmax, "cumsum": _cumsum, "dropout": _dropout,
+          "transformer": _transformer}
 BLOCKED = {}
 
 
@@ -146,6 +170,7 @@ def run(name):
     torch._dynamo.reset()
     before = tritium.inductor.stats()
     result = {"model": name, "ok": False, "error": None, "max_abs_err": None}
+    t0 = time.perf_counter()
     try:
         pairs = {**MODELS, **BLOCKED}[name]()
         err = 0.0
@@ -156,6 +181,10 @@ def run(name):
         result.update(ok=True, max_abs_err=err)
     except Exception as e:  # noqa: BLE001 -- reported to the test
         result["error"] = "".join(traceback.format_exception_only(type(e), e))[-2000:]
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+    # The model's first calls: Inductor's compile (most of it) plus the runs.
+    result["seconds"] = time.perf_counter() - t0
     after = tritium.inductor.stats()
     result["compiles"] = after["compiles"] - before["compiles"]
     result["launches"] = after["launches"] - before["launches"]
