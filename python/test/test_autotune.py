@@ -721,3 +721,30 @@ def test_reset_and_restore_give_the_same_result_from_the_disk_as_when_tuned(tmp_
     for name in want:
         for which in ("first", "second"):
             assert tuned[name][which] == cached[name][which]
+
+
+def test_processes_tuning_one_key_at_once_time_it_once(tmp_path):
+    """Ranks of a distributed job share the cache: started together on the same key, one
+    process times the configs and the others wait for its result and read it from disk."""
+    path = tmp_path / "tune_script.py"
+    # Each timing sleeps, so that the processes overlap while one of them tunes.
+    script = SCRIPT.format(EXTRA="", TIMES={16: 2.0, 32: 1.0, 64: 3.0}).replace(
+        "def bench(fn, quantiles):\n    fn()\n",
+        "def bench(fn, quantiles):\n    import time\n    time.sleep(0.3)\n    fn()\n")
+    path.write_text(script)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_PYTHON + os.pathsep + env.get("PYTHONPATH", "")
+    env["TRITIUM_CACHE_DIR"] = str(tmp_path / "cache")
+    procs = [subprocess.Popen([sys.executable, str(path)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    tuned = [o for o in outs if o["stats"]["tunings"] == 1]
+    assert len(tuned) == 1 and tuned[0]["bench_calls"] == 3
+    for o in outs:
+        assert o["best"] == 32 and o["x"] == 3.0
+        if o is not tuned[0]:
+            assert o["bench_calls"] == 0 and o["stats"]["disk_hits"] == 1

@@ -50,6 +50,7 @@ Beyond Triton:
 """
 
 import builtins
+import contextlib
 import hashlib
 import inspect
 import json
@@ -73,6 +74,34 @@ __all__ = ["Autotuner", "AutotunerError", "Config", "Heuristics", "KernelInterfa
            "autotune", "heuristics", "stats"]
 
 CACHE_FORMAT = 1
+
+
+@contextlib.contextmanager
+def _tuning_lock(path):
+    """An exclusive lock between processes for the result file `path`: flock on a file of
+    its own in `autotune-locks/` beside the results' folder (kept: removing a lock file
+    would race with a process that opened it). Where there is no flock, no lock: each
+    process tunes, and the cache's atomic writes keep the file whole."""
+    try:
+        import fcntl  # noqa: PLC0415
+    except ImportError:
+        yield
+        return
+    results = os.path.dirname(os.path.abspath(path))
+    locks = os.path.join(os.path.dirname(results), os.path.basename(results) + "-locks")
+    try:
+        _cache._makedirs_private(locks)  # as private as the results' folders
+        fd = os.open(os.path.join(locks, os.path.basename(path) + ".lock"),
+                     os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:  # a cache that cannot be written: tune without the lock
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 class AutotunerError(RuntimeError):
@@ -669,25 +698,28 @@ class Autotuner(KernelInterface):
             self.cache[key] = pruned[0]
             self.last_source = "single"
             return pruned[0]
-        path = identity = None
         if self._disk_enabled():
             identity = self._identity(key, pruned, list(args) + list(kwargs.values()))
             path = self._cache_path(identity)
-            config = self._load(path, identity, pruned)
-            if config is not None:
-                stats.disk_hits += 1
-                self.cache[key] = config
-                self.last_source = "disk"
-                if _print_enabled():
-                    print(f"tritium autotuning {self.base_fn.__name__}, key {key}: best "
-                          f"config [{config}] (cached in {path})")
-        if config is None:
-            if path is not None:
-                stats.disk_misses += 1
+            # One process tunes a key; the others (ranks of a distributed job sharing the
+            # cache) wait for it here and then read its result instead of timing the configs.
+            with _tuning_lock(path):
+                config = self._load(path, identity, pruned)
+                if config is not None:
+                    stats.disk_hits += 1
+                    self.cache[key] = config
+                    self.last_source = "disk"
+                    if _print_enabled():
+                        print(f"tritium autotuning {self.base_fn.__name__}, key {key}: best "
+                              f"config [{config}] (cached in {path})")
+                else:
+                    stats.disk_misses += 1
+                    config = self._tune(key, args, kwargs, grid, pruned)
+                    self.last_source = "tuned"
+                    self._store(path, identity, pruned, config)
+        else:
             config = self._tune(key, args, kwargs, grid, pruned)
             self.last_source = "tuned"
-            if path is not None:
-                self._store(path, identity, pruned, config)
         # As Triton does after tuning: the pre_hook with reset_only=True (by default, zero the
         # reset_to_zero tensors), so the launch that follows starts from zero and not from what
         # the timing runs accumulated. A result read from disk stands for that tuning and gets
