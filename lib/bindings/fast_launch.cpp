@@ -23,6 +23,7 @@
 // finer key only costs one more trip through the Python path.
 #include "bindings.h"
 
+#include "tritium/runtime/cuda_driver.h"
 #include "tritium/runtime/launcher.h"
 
 #include <cstdlib>
@@ -116,6 +117,9 @@ struct Launcher {
   std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> entries;
   uint64_t hits = 0, misses = 0;
   bool dryRun = false;
+  /// Set at the first registration: the process sees several GPUs, so every
+  /// tensor's device is checked (one get_device() call each).
+  bool everyDevice = false;
   LastLaunch last;
   /// $TRITIUM_DEBUG and $TRITIUM_TARGET as they were when `entries` were
   /// installed: the slow path builds differently under other values
@@ -133,6 +137,10 @@ struct Call {
   uint64_t bits[kMaxParams];  // ints (two's complement), bools, tensor addresses
   double reals[kMaxParams];   // floats
   int device = -1;
+  /// Check every tensor's device, not only the first's (a process that sees
+  /// several GPUs): a call mixing devices takes the slow path, which names
+  /// the arguments.
+  bool checkDevices = false;
   std::string key;
   std::vector<PyObject *> identity;
   std::vector<py::object> unwrapped; // values taken out of tl.constexpr wrappers
@@ -262,7 +270,7 @@ bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c) {
     PyErr_Clear();
     return false;
   }
-  if (c.device < 0) {
+  if (c.device < 0 || c.checkDevices) {
     py::object dev =
         py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(v, names.getDevice));
     long d = dev ? PyLong_AsLong(dev.ptr()) : -1;
@@ -270,6 +278,8 @@ bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c) {
       PyErr_Clear();
       return false;
     }
+    if (c.device >= 0 && d != c.device)
+      return false; // tensors of two GPUs: the slow path raises, naming them
     c.device = (int)d;
   }
   c.bits[i] = address;
@@ -496,6 +506,7 @@ PyObject *fastLaunch(PyObject *, PyObject *const *args, Py_ssize_t nargsf, PyObj
     PyObject *const *kargs = args + 2;
     size_t nk = nargs - 2;
     Call c;
+    c.checkDevices = L.everyDevice;
     c.key.reserve(128);
     if (!L.env.current() || !bind(L, kargs, nk, kwnames, c) || !encode(L, c))
       return slowPath(L, grid, kargs, nk, kwnames);
@@ -624,6 +635,14 @@ void bindFastLaunch(py::module_ &m) {
         if (!L.tensorType) {
           L.tensorType = tensorType;
           L.rawStream = rawStream;
+          // Only after a GPU launch (the driver is loaded); a dry run has none.
+          if (!L.dryRun) {
+            try {
+              L.everyDevice = runtime::Driver::get().deviceCount() > 1;
+            } catch (const std::exception &) {
+              L.everyDevice = true;
+            }
+          }
         }
         Call c;
         std::vector<PyObject *> flat;

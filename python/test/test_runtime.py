@@ -569,3 +569,27 @@ def test_put_on_a_full_disk_warns_and_keeps_going(tmp_path, monkeypatch):
     assert leftovers == []
     assert store.put(KEY, {"payload": b"y"}) is not None
     assert store.get(KEY)["payload"] == b"y"
+
+
+def test_tensors_of_two_gpus_in_one_launch_name_the_arguments():
+    """A launch takes the tensors of one GPU: the slow path (which the fast path falls back to
+    when it sees two devices) names the two arguments and their devices."""
+    from types import SimpleNamespace
+
+    from tritium.errors import ExecutionError
+    from tritium.runtime import cuda
+    from tritium.runtime.launcher import PointerArg
+
+    def on(index):
+        return SimpleNamespace(device=SimpleNamespace(type="cuda", index=index))
+
+    x = PointerArg(tl.float32, 0x1000, 64, "cuda", on(0))
+    y = PointerArg(tl.float32, 0x2000, 64, "cuda", on(1))
+    params = [("x_ptr", ("arg",)), ("y_ptr", ("arg",)), ("n", ("arg",))]
+    fn = SimpleNamespace(__name__="add")
+    with pytest.raises(ExecutionError, match=r"add: argument 'x_ptr' is on cuda:0 and "
+                                             r"argument 'y_ptr' on cuda:1"):
+        cuda.launch_device(fn, params, [x, y, 16])
+    # One device: its index, and the arguments as the launcher takes them.
+    z = PointerArg(tl.float32, 0x3000, 64, "cuda", on(1))
+    assert cuda.launch_device(fn, params, [y, z, 16]) == (1, [0x2000, 0x3000, 16])

@@ -250,7 +250,7 @@ def launch_device(jit_fn, params, values):
     """The device index of a launch (the first GPU tensor's) and the runtime
     arguments as the launcher takes them (pointers as addresses). Raises for
     CPU tensors mixed in, or tensors on non-CUDA devices."""
-    device = None
+    device = first = None
     args = []
     for v in values:
         if type(v) is not PointerArg:
@@ -258,8 +258,16 @@ def launch_device(jit_fn, params, values):
             continue
         if v.device != "cuda":
             _device_error(jit_fn, params, values, v)
+        d = device_of(v.keepalive)
         if device is None:
-            device = device_of(v.keepalive)
+            device, first = d, v
+        elif d is not None and d != device:
+            names = [n for n, p in params if p[0] == "arg"]
+            name_of = {id(x): n for n, x in zip(names, values)}
+            raise ExecutionError(
+                f"{jit_fn.__name__}: argument {name_of.get(id(first), '?')!r} is on cuda:{device} "
+                f"and argument {name_of.get(id(v), '?')!r} on cuda:{d}; a launch takes the "
+                "tensors of one GPU (move them with .to(), or launch once per device)")
         args.append(v.address)
     return (device if device is not None else current_device()), args
 
