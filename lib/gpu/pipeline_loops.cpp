@@ -116,8 +116,6 @@ struct Candidate {
 struct Plan {
   Operation *loop = nullptr;
   int stages = 0;
-  int lookahead = 0; // D: the copies run D iterations ahead (S-1)
-  bool lateCopies = false; // the copies follow the async wgmmas
   std::vector<Operation *> asyncDots; // the wgmmas to mark {async = true}
   int64_t step = 0;
   std::vector<Candidate> loads;
@@ -184,31 +182,6 @@ bool collectSlice(Operation *loop, Value *v, std::set<Operation *> &ops,
         work.push_back(o);
   }
   return true;
-}
-
-/// Whether the emitter will leave `dot`'s wgmma group in flight across
-/// iterations (emit_dot.cpp's asyncLoop): an fp32/int32 accumulator carried
-/// by `loop` directly, whose result only the yield reads. A dot whose
-/// result the iteration reads itself (attention's q @ k^T) waits for its
-/// group at once, and an extra buffer would buy nothing.
-bool accumulatesAcrossIterations(Operation *loop, Operation *dot) {
-  if (dot->result(0)->type()->element()->dtype() == DType::FP16)
-    return false;
-  Value *c = dot->operand(2);
-  Block &body = bodyOf(loop);
-  if (c->ownerBlock() != &body || c->index() == 0 ||
-      dot->parentBlock() != &body)
-    return false;
-  int usesD = 0;
-  bool yielded = false;
-  loop->walk([&](Operation *u) {
-    for (unsigned i = 0; i < u->numOperands(); ++i)
-      if (u->operand(i) == dot->result(0)) {
-        ++usesD;
-        yielded = u == body.terminator() && i == c->index() - 1;
-      }
-  });
-  return usesD == 1 && yielded;
 }
 
 /// Step 1 and the candidates of step 2.
@@ -300,8 +273,7 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   // an iteration after its read) or defined outside the loop (never
   // written in it); another shared value made in the body would be
   // overwritten by the next iteration's local_alloc while being read.
-  p.lookahead = stages - 1;
-  if (stages >= 2) {
+  {
     std::set<Value *> pipelined;
     for (const Candidate &c : p.loads)
       pipelined.insert(c.alloc->result(0));
@@ -314,11 +286,12 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
         for (unsigned k = 0; k < 2; ++k)
           safe = safe && (pipelined.count(r->operand(k)) ||
                           !definedInside(loop, r->operand(k)));
-        if (safe && accumulatesAcrossIterations(loop, r))
+        // Only a dot that carries its accumulator to the next iteration
+        // leaves its group in flight; one whose result the iteration reads
+        // (attention's q @ k^T) waits for it at once.
+        if (safe && carriedAccumulatorLoop(*r) == loop)
           p.asyncDots.push_back(r);
       }
-    if (!p.asyncDots.empty())
-      p.lateCopies = true;
   }
 
   // Step 3: which ahead iter args move ahead in place. Everything that
@@ -430,7 +403,7 @@ public:
     for (unsigned k : p_.ahead)
       cur[k] = loop->operand(3 + k);
     Value *nonEmpty = pre.cmp("slt", lb, ub);
-    const int D = p_.lookahead;
+    const int D = p_.stages - 1; // the lookahead (see the top of the file)
     Value *span = D > 1 ? pre.op(OpCode::SubI, {ub, lb}, ivType) : nullptr;
     for (int j = 0; j < D; ++j) {
       Value *iv = lb, *runs = nonEmpty;
@@ -475,7 +448,7 @@ public:
     Value *wait = top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
                          {{"num", int64_t(D - 1)}});
     Emitter copies = top;
-    if (p_.lateCopies) {
+    if (!p_.asyncDots.empty()) {
       Operation *last = nullptr;
       for (auto &op : body_.ops())
         if (std::find(p_.asyncDots.begin(), p_.asyncDots.end(), op.get()) !=
@@ -622,6 +595,33 @@ private:
 };
 
 } // namespace
+
+Operation *carriedAccumulatorLoop(const Operation &dot) {
+  if (dot.code() != OpCode::WarpGroupDot ||
+      dot.result(0)->type()->element()->dtype() == DType::FP16)
+    return nullptr;
+  Value *c = dot.operand(2);
+  Block *b = c->ownerBlock();
+  if (!b || b != dot.parentBlock() || c->index() == 0)
+    return nullptr;
+  Operation *loop = b->parentOp();
+  if (!loop || loop->code() != OpCode::For)
+    return nullptr;
+  Operation *yield = b->terminator();
+  unsigned slot = c->index() - 1;
+  int usesC = 0, usesD = 0;
+  bool yielded = false;
+  loop->walk([&](Operation *u) {
+    for (unsigned i = 0; i < u->numOperands(); ++i) {
+      usesC += u->operand(i) == c;
+      if (u->operand(i) == dot.result(0)) {
+        ++usesD;
+        yielded |= u == yield && i == slot;
+      }
+    }
+  });
+  return usesC == 1 && usesD == 1 && yielded ? loop : nullptr;
+}
 
 void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
   for (auto &f : m.functions()) {

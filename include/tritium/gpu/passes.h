@@ -97,6 +97,14 @@ void propagateLayouts(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// remove-layout-conversions does, instead of converted.
 bool canRematerialize(Value *v, const GPULayout *l);
 
+/// The scf.for whose accumulator `dot` (a ttng.warp_group_dot) carries from
+/// one iteration to the next, or null: an fp32/int32 accumulator that is an
+/// iter_arg of the loop directly around the dot, read by nothing else, whose
+/// result only the yield carrying it reads. Such a dot may leave its wgmma
+/// group in flight across iterations: pipeline-loops marks it {async = true}
+/// and the emitter updates the accumulator in place.
+Operation *carriedAccumulatorLoop(const Operation &dot);
+
 /// True for a layout conversion of the GPU IR (ttg.convert_layout).
 bool isLayoutConversion(const Operation &op);
 /// Inserts a conversion of `v` to layout `l` before `before`.

@@ -428,37 +428,11 @@ struct WgmmaDot {
 
   /// The scf.for whose accumulator this op updates in place with a group
   /// left in flight, or null: {async = true} (the pipelining pass made the
-  /// buffers safe), an fp32/int32 accumulator that is an iter_arg of the
-  /// loop directly around the op, used by nothing else, and a result used
-  /// only by the yield that carries it to the next iteration.
+  /// buffers safe) and a carried accumulator (gpu::carriedAccumulatorLoop).
   Operation *asyncLoop() const {
     if (!op.hasAttr("async") || !op.boolAttr("async"))
       return nullptr;
-    if (op.result(0)->type()->element()->dtype() == DType::FP16)
-      return nullptr;
-    Value *c = op.operand(2);
-    Block *b = c->ownerBlock();
-    if (!b || b != op.parentBlock() || c->index() == 0)
-      return nullptr;
-    Operation *loop = b->parentOp();
-    if (!loop || loop->code() != OpCode::For)
-      return nullptr;
-    Operation *y = b->terminator();
-    unsigned slot = c->index() - 1;
-    int usesC = 0, usesD = 0;
-    bool yielded = false;
-    loop->walk([&](Operation *u) {
-      for (unsigned i = 0; i < u->numOperands(); ++i) {
-        usesC += u->operand(i) == c;
-        if (u->operand(i) == op.result(0)) {
-          ++usesD;
-          yielded |= u == y && i == slot;
-        }
-      }
-    });
-    if (usesC != 1 || usesD != 1 || !yielded)
-      return nullptr;
-    return loop;
+    return gpu::carriedAccumulatorLoop(op);
   }
 
   void emit() {
