@@ -108,48 +108,15 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   // 16-bit elements move in pairs packed into 32-bit words.
   const bool packed = eb == 2 && !isPred && !elem->isPointer();
 
-  // A side's thread part of the element index S(dot(coord, w)) (S the
-  // swizzle): a register holding it and the bits it may have.
-  struct Side {
-    const Type *t;
-    const std::vector<int64_t> &w;
-    std::string thr;
-    uint64_t mask = 0;
-    std::map<std::string, std::string> addrs; // thread part -> address
-  };
-  auto sideOf = [&](const Type *t, const std::vector<int64_t> &w) {
-    Side side{t, w, "", 0, {}};
-    if (sw.bits == 0)
-      return side; // threadLinearAt per register, as without a swizzle
-    std::optional<gpu::LinearLayout> f = gpu::linearFunction(gpu::linearOf(t), w);
-    if (!f)
-      e.internalError(op, "the move to " + dst->str() +
-                              " is not GF(2)-linear: no swizzled scratch");
-    std::vector<int64_t> fl, fw;
-    for (const gpu::Basis &b : f->bases(gpu::kLane))
-      side.mask |= uint64_t(fl.emplace_back(sw.apply(b[0])));
-    for (const gpu::Basis &b : f->bases(gpu::kWarp))
-      side.mask |= uint64_t(fw.emplace_back(sw.apply(b[0])));
-    std::string key = "swizzled " + gpu::layoutOf(t)->str();
-    for (int64_t d : t->shape())
-      key += "x" + std::to_string(d);
-    key += "|";
-    for (int64_t x : w)
-      key += std::to_string(x) + ",";
-    key += "|" + std::to_string(sw.chunkBit) + "," + std::to_string(sw.rowBit) +
-           "," + std::to_string(sw.bits);
-    side.thr = e.threadValue(key, fl, fw, /*additive=*/false);
-    return side;
-  };
-  // The address of the element a register holds: a register with the
-  // thread's part (XORed with the register's overlapping bits) and an
-  // immediate byte offset with the rest.
-  auto addressOf = [&](Side &side, const gpu::Basis &regCoord) {
-    auto [thr, imm] =
-        sw.bits == 0
-            ? e.threadLinearAt(side.t, side.w, dot(regCoord, side.w))
-            : e.xorSplit(side.thr, side.mask, sw.apply(dot(regCoord, side.w)));
-    std::string &a = side.addrs[thr];
+  // The address of the element a register of layout t holds: a register
+  // with the thread's part of S(dot(coord, w)) (S the swizzle), XORed with
+  // the register's overlapping bits, and an immediate byte offset with the
+  // rest; one mad per distinct thread part (`addrs` caches them).
+  auto addressOf = [&](const Type *t, const std::vector<int64_t> &w,
+                       std::map<std::string, std::string> &addrs,
+                       const gpu::Basis &regCoord) {
+    auto [thr, imm] = e.threadLinearAt(t, w, dot(regCoord, w), &sw);
+    std::string &a = addrs[thr];
     if (a.empty()) {
       a = e.reg(RC::B32);
       e.ins("mad.lo.s32 " + a + ", " + thr + ", " + std::to_string(eb) +
@@ -166,13 +133,13 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   };
 
   e.sharedWriteBegins(op);
-  Side sideS = sideOf(src, strides);
+  std::map<std::string, std::string> addrsS, addrsD;
   std::string owner = ownersOnly ? e.ownerPred(src) : "";
   std::string guard = owner.empty() ? "" : "@" + owner + " ";
   int vs = sharedVector(ls, strides, eb, isPred);
   std::string st = access("st.shared", vs, false);
   for (int r = 0; r < ls.numRegs(); r += vs) {
-    auto [addr, off] = addressOf(sideS, ls.regCoord(r));
+    auto [addr, off] = addressOf(src, strides, addrsS, ls.regCoord(r));
     Regs vals;
     for (int k = 0; k < vs; ++k) {
       std::string v = srcRegs[r + k];
@@ -198,13 +165,12 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   // Inside this op: its writes -> its reads. The barrier before its first
   // write, if any, is a gpu.barrier op (--insert-barriers).
   e.barrier();
-  Side sideD = sideOf(dst, weights);
   int vd = sharedVector(ld, weights, eb, isPred);
   std::string ldi = access("ld.shared", vd, true);
   RC rc = isPred ? RC::B16 : regClass(elem);
   Regs out(ld.numRegs());
   for (int r = 0; r < ld.numRegs(); r += vd) {
-    auto [addr, off] = addressOf(sideD, ld.regCoord(r));
+    auto [addr, off] = addressOf(dst, weights, addrsD, ld.regCoord(r));
     Regs got;
     for (int k = 0; k < vd; ++k)
       got.push_back(e.reg(rc));

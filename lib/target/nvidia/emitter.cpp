@@ -125,8 +125,10 @@ std::string Emitter::warp() {
   return warp_;
 }
 
-std::string Emitter::threadLinear(const Type *t,
-                                  const std::vector<int64_t> &w) {
+std::string Emitter::threadLinear(const Type *t, const std::vector<int64_t> &w,
+                                  const gpu::ScratchSwizzle *sw) {
+  if (sw && sw->bits == 0)
+    sw = nullptr;
   const gpu::LinearLayout &ll = gpu::linearOf(t);
   std::string key = gpu::layoutOf(t)->str();
   for (int64_t d : t->shape())
@@ -134,12 +136,16 @@ std::string Emitter::threadLinear(const Type *t,
   key += "|";
   for (int64_t x : w)
     key += std::to_string(x) + ",";
+  if (sw)
+    key += "|swizzle " + std::to_string(sw->chunkBit) + "," +
+           std::to_string(sw->rowBit) + "," + std::to_string(sw->bits);
   if (auto it = threadLinearCache_.find(key); it != threadLinearCache_.end())
     return it->second;
   // In a disjoint layout every coordinate is the sum of its bases, so any
-  // weights add up. Otherwise the function must be GF(2)-linear: its value
-  // is the XOR of the values of the thread's bits.
-  bool additive = ll.isDisjoint();
+  // weights add up. Otherwise (and under a swizzle, a map over GF(2)) the
+  // function must be GF(2)-linear: its value is the XOR of the values of
+  // the thread's bits.
+  bool additive = ll.isDisjoint() && !sw;
   if (!additive && !gpu::linearFunction(ll, w))
     throw InternalError("ptx emission: the function with weights " + key +
                         " is not GF(2)-linear on layout " + ll.str());
@@ -149,7 +155,7 @@ std::string Emitter::threadLinear(const Type *t,
       int64_t v = 0;
       for (size_t d = 0; d < b.size(); ++d)
         v += b[d] * w[d];
-      f.push_back(v);
+      f.push_back(sw ? sw->apply(v) : v);
     }
     return f;
   };
@@ -220,20 +226,22 @@ std::string Emitter::threadValue(const std::string &key,
 
 std::pair<std::string, int64_t>
 Emitter::threadLinearAt(const Type *t, const std::vector<int64_t> &w,
-                        int64_t regPart) {
-  std::string thr = threadLinear(t, w);
+                        int64_t regPart, const gpu::ScratchSwizzle *sw) {
+  if (sw && sw->bits == 0)
+    sw = nullptr;
+  std::string thr = threadLinear(t, w, sw);
   const gpu::LinearLayout &ll = gpu::linearOf(t);
-  if (ll.isDisjoint())
+  if (ll.isDisjoint() && !sw)
     return {thr, regPart};
   // threadLinear checked that the function is linear.
   gpu::LinearLayout f = *gpu::linearFunction(ll, w);
-  if (f.disjointBits({gpu::kLane, gpu::kWarp}, {gpu::kRegister}))
+  if (!sw && f.disjointBits({gpu::kLane, gpu::kWarp}, {gpu::kRegister}))
     return {thr, regPart};
   uint64_t mask = 0;
   for (const std::string &dim : {gpu::kLane, gpu::kWarp})
     for (const gpu::Basis &b : f.bases(dim))
-      mask |= uint64_t(b[0]);
-  return xorSplit(thr, mask, regPart);
+      mask |= uint64_t(sw ? sw->apply(b[0]) : b[0]);
+  return xorSplit(thr, mask, sw ? sw->apply(regPart) : regPart);
 }
 
 std::pair<std::string, int64_t>

@@ -89,14 +89,18 @@ public:
   /// Bases combine by XOR: where the layout is not disjoint, w must make
   /// the function GF(2)-linear (gpu::linearFunction; InternalError if not)
   /// and the bits that overlap are XORed in (xor.b32) instead of added.
-  std::string threadLinear(const Type *t, const std::vector<int64_t> &w);
+  /// With `sw` (a conversion scratch's swizzle, gpu::ScratchSwizzle): the
+  /// thread's part of sw(dot(coord, w)), which needs w GF(2)-linear.
+  std::string threadLinear(const Type *t, const std::vector<int64_t> &w,
+                           const gpu::ScratchSwizzle *sw = nullptr);
   /// The same function at the element of this thread whose register part
   /// is `regPart` (dot(regCoord(r), w)): {a register, an immediate} whose
   /// sum it is. The register is threadLinear's, XORed with the bits of
   /// regPart that the thread's part also uses (none where the parts have
   /// disjoint bits: today's immediate offsets).
   std::pair<std::string, int64_t>
-  threadLinearAt(const Type *t, const std::vector<int64_t> &w, int64_t regPart);
+  threadLinearAt(const Type *t, const std::vector<int64_t> &w, int64_t regPart,
+                 const gpu::ScratchSwizzle *sw = nullptr);
   /// The XOR over the set bits of this thread's lane and warp ids of
   /// laneValues[i] / warpValues[i] (their sum where `additive`): a prologue
   /// register, cached under `key`. threadLinear's engine; shared-memory
