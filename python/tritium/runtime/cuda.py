@@ -262,19 +262,23 @@ def launch_device(jit_fn, params, values):
         if device is None:
             device, first = d, v
         elif d is not None and d != device:
-            names = [n for n, p in params if p[0] == "arg"]
-            name_of = {id(x): n for n, x in zip(names, values)}
             raise ExecutionError(
-                f"{jit_fn.__name__}: argument {name_of.get(id(first), '?')!r} is on cuda:{device} "
-                f"and argument {name_of.get(id(v), '?')!r} on cuda:{d}; a launch takes the "
-                "tensors of one GPU (move them with .to(), or launch once per device)")
+                f"{jit_fn.__name__}: argument {_arg_name(params, values, first)!r} is on "
+                f"cuda:{device} and argument {_arg_name(params, values, v)!r} on cuda:{d}; a "
+                "launch takes the tensors of one GPU (move them with .to(), or launch once per "
+                "device)")
         args.append(v.address)
     return (device if device is not None else current_device()), args
 
 
-def _device_error(jit_fn, params, values, bad):
+def _arg_name(params, values, arg):
+    """The parameter name of runtime value `arg` in a launch."""
     names = [n for n, p in params if p[0] == "arg"]
-    name = next((n for n, v in zip(names, values) if v is bad), "?")
+    return next((n for n, v in zip(names, values) if v is arg), "?")
+
+
+def _device_error(jit_fn, params, values, bad):
+    name = _arg_name(params, values, bad)
     if bad.device == "cpu":
         raise ExecutionError(
             f"{jit_fn.__name__}: argument {name!r} is a CPU tensor, but other arguments are "
