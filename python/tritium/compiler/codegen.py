@@ -166,9 +166,7 @@ def normalize(v):
     if v is None or isinstance(v, (bool, int, float, str)):
         return constexpr(v)
     if isinstance(v, tuple):
-        items = [normalize(e) for e in v]
-        # A namedtuple keeps its type (and so its fields).
-        return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
+        return _same_sequence(v, [normalize(e) for e in v])
     if isinstance(v, list):
         return [normalize(e) for e in v]
     if type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
@@ -235,6 +233,14 @@ def _mangle_part(part):
     return re.sub(r"[^A-Za-z0-9]", "", str(part))[:24]
 
 
+def _same_sequence(like, items):
+    """`items` as a sequence of `like`'s kind: a list, a tuple, or a namedtuple of the same
+    type (which keeps its fields)."""
+    if isinstance(like, list):
+        return items
+    return type(like)(*items) if hasattr(like, "_fields") else tuple(items)
+
+
 def _holds_runtime_values(v):
     v = _unwrap(v)
     if _is_tensor(v) or is_aggregate(v):
@@ -277,10 +283,7 @@ class _TupleArg:
             if is_aggregate(v):
                 return v._with_components([next(comps) for _ in v._components()])
             if isinstance(v, (tuple, list)):
-                items = [build(e) for e in v]
-                if isinstance(v, list):
-                    return items
-                return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
+                return _same_sequence(v, [build(e) for e in v])
             return v
 
         return build(self.value)

@@ -51,20 +51,17 @@ __all__ += [
 ]
 
 
-def _make_tuple():
-    import builtins
+import builtins as _builtins  # noqa: E402
 
-    from .core import builtin
-
-    @builtin
-    def tuple(values=(), type=None):
-        """`tl.tuple(values)`: a tuple in a kernel. At compile time it is a Python tuple whose
-        tensors stay separate values; it crosses @jit calls as arguments and results."""
-        return builtins.tuple(core_unwrap(values))
-
-    from .core import _unwrap as core_unwrap
-    return tuple
+from .core import _unwrap as _core_unwrap  # noqa: E402
+from .core import builtin as _builtin  # noqa: E402
 
 
-tuple = _make_tuple()
+@_builtin
+def tuple(values=(), type=None):  # noqa: A001 -- Triton's name
+    """`tl.tuple(values)`: a tuple in a kernel. At compile time it is a Python tuple whose
+    tensors stay separate values; it crosses @jit calls as arguments and results."""
+    return _builtins.tuple(_core_unwrap(values))
+
+
 __all__ += ["tuple"]
