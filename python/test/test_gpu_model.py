@@ -76,19 +76,25 @@ def _warm_up(fn, iters=3):
     torch.cuda.synchronize()
 
 
-def test_forward_in_a_cuda_graph():
-    model, x, _ = _setup(2)
+def _check_forward_replays(fn, model, x, replays):
+    """fn(x) captured in a CUDA graph, replayed on new data in the static input (output
+    poisoned first) against the model's plain-torch reference."""
     static_x = x.clone()
     with torch.no_grad():
-        _warm_up(lambda: model(static_x))
+        _warm_up(lambda: fn(static_x))
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            static_out = model(static_x)
-        for _ in range(3):
+            static_out = fn(static_x)
+        for _ in range(replays):
             static_x.copy_(torch.randn_like(static_x))
             static_out.fill_(float("nan"))
             graph.replay()
             torch.testing.assert_close(static_out, model.reference(static_x), **TOL)
+
+
+def test_forward_in_a_cuda_graph():
+    model, x, _ = _setup(2)
+    _check_forward_replays(model, model, x, 3)
 
 
 def test_forward_and_backward_in_a_cuda_graph():
@@ -134,14 +140,4 @@ def test_compiled_model_in_a_cuda_graph(backend):
     torch._dynamo.reset()
     model, x, _ = _setup(4)
     compiled = torch.compile(model, fullgraph=True, backend=backend)
-    static_x = x.clone()
-    with torch.no_grad():
-        _warm_up(lambda: compiled(static_x))
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_out = compiled(static_x)
-        for _ in range(2):
-            static_x.copy_(torch.randn_like(static_x))
-            static_out.fill_(float("nan"))
-            graph.replay()
-            torch.testing.assert_close(static_out, model.reference(static_x), **TOL)
+    _check_forward_replays(compiled, model, x, 2)
