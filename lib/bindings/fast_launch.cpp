@@ -28,6 +28,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -79,31 +80,25 @@ struct LastLaunch {
 /// The environment variables that change what the slow path builds.
 struct EnvState {
   static constexpr const char *kNames[2] = {"TRITIUM_DEBUG", "TRITIUM_TARGET"};
-  bool set[2] = {false, false};
-  std::string value[2];
+  std::optional<std::string> value[2]; // unset: nullopt
 
   static EnvState now() {
     EnvState s;
     for (int i = 0; i < 2; ++i)
-      if (const char *v = std::getenv(kNames[i])) {
-        s.set[i] = true;
+      if (const char *v = std::getenv(kNames[i]))
         s.value[i] = v;
-      }
     return s;
   }
   /// Whether the environment still holds these values (no allocation).
   bool current() const {
     for (int i = 0; i < 2; ++i) {
       const char *v = std::getenv(kNames[i]);
-      if ((v != nullptr) != set[i] || (v && value[i] != v))
+      if (v ? !value[i] || *value[i] != v : value[i].has_value())
         return false;
     }
     return true;
   }
-  bool operator==(const EnvState &o) const {
-    return set[0] == o.set[0] && set[1] == o.set[1] && value[0] == o.value[0] &&
-           value[1] == o.value[1];
-  }
+  bool operator==(const EnvState &) const = default;
 };
 
 struct Launcher {
