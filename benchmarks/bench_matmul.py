@@ -131,9 +131,6 @@ def main():
                 continue
             if target:
                 os.environ["TRITIUM_TARGET"] = target
-                # A kernel object of its own: the fast launch path keeps the binaries an
-                # earlier case compiled for the GPU's own target.
-                kern = build("tritium")
             try:
                 best, errors = common.best_config(lambda cfg: launcher(kern, a, b, c, cfg), configs,
                                                   max(args.reps // 4, 10))

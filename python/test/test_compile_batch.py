@@ -324,3 +324,22 @@ def test_autotuner_warmup_batches_too_and_forgets_what_nobody_took(tmp_path, mon
     assert compiler.compile_stats["batch_jobs"] - before["batch_jobs"] == 3
     assert compiler.compile_stats["precompiled_used"] == before["precompiled_used"]
     assert kernel._batched == set() and compiler._precompiled == {}
+
+
+def test_a_changed_target_compiles_again(tmp_path, monkeypatch):
+    """$TRITIUM_TARGET read at each slow-path launch: the in-memory cache keys on the target,
+    so a process that changes it gets a kernel for the new one (the fast path falls back to
+    the slow path for it too: test_fast_launch.py)."""
+    import importlib
+    jit_module = importlib.import_module("tritium.jit")
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cuda, "launch_device", lambda jit_fn, params, values: (0, []))
+    import numpy as np
+    x = np.zeros(4096, np.float32)
+    key, params, runtime = add_kernel.specialize([x, x, x, 4096, 256])
+    targets = []
+    for target in ("sm_90a", "sm_80", "sm_90a"):
+        monkeypatch.setenv("TRITIUM_TARGET", target)
+        k = jit_module._run_gpu(add_kernel, None, key, params, runtime, None, {}, True)
+        targets.append(k.metadata["target"])
+    assert targets == ["sm_90a", "sm_80", "sm_90a"]

@@ -336,13 +336,14 @@ def _run_gpu(jit_fn, bound, key, params, values, grid, options, warmup):
     except AttributeError:
         gpu_cache = jit_fn.gpu_cache = {}
     debug = _debug.debug_enabled(jit_fn, options)
-    ck = (key, num_warps, num_stages, device, debug)
+    # The target too: $TRITIUM_TARGET may change between launches.
+    target = _cuda.default_target(device)
+    ck = (key, num_warps, num_stages, device, target, debug)
     kernel = gpu_cache.get(ck)
     if kernel is None:
         try:
             kernel = _compiler.compile_gpu(jit_fn, params, key, num_warps=num_warps,
-                                           num_stages=num_stages,
-                                           target=_cuda.default_target(device),
+                                           num_stages=num_stages, target=target,
                                            bounds_check=debug)
         except CompilationError as e:
             raise e.with_traceback(None) from e.__cause__
