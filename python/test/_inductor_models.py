@@ -6,7 +6,8 @@ test process). Prints one JSON line per model:
 
     python _inductor_models.py [model ...]     (default: all of MODELS)
 
-Environment: TRITIUM_INDUCTOR_DEVICE=cuda runs the models on the GPU (torch's
+Environment: TRITIUM_INDUCTOR_TRACEBACK=1 prints a failing model's traceback
+to stderr. TRITIUM_INDUCTOR_DEVICE=cuda runs the models on the GPU (torch's
 default device; Inductor's GPU kernels), else on the CPU executor through
 Inductor's cpu_backend="triton". TRITIUM_INDUCTOR_STOCK=1 leaves Inductor on
 its own Triton: the peer of benchmarks/bench_inductor.py.
@@ -48,7 +49,8 @@ def _mlp():
     m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64),
                             torch.nn.Linear(64, 16))
     x = torch.randn(8, 32)
-    return [(torch.compile(m)(x), m(x))]
+    cm = torch.compile(m)
+    return [(cm(x), m(x))], lambda: cm(x)
 
 
 def _reductions():
@@ -59,7 +61,8 @@ def _reductions():
 
     torch.manual_seed(0)
     x, big = torch.randn(4, 6, 10), torch.randn(3, 5000)
-    return list(zip(torch.compile(f)(x, big), f(x, big)))
+    cf = torch.compile(f)
+    return list(zip(cf(x, big), f(x, big))), lambda: cf(x, big)
 
 
 def _elementwise():
@@ -72,7 +75,8 @@ def _elementwise():
 
     torch.manual_seed(0)
     x, y = torch.randn(1000), torch.randn(1000)
-    return list(zip(torch.compile(f)(x, y), f(x, y)))
+    cf = torch.compile(f)
+    return list(zip(cf(x, y), f(x, y))), lambda: cf(x, y)
 
 
 def _conv_bn():
@@ -84,7 +88,8 @@ def _conv_bn():
             bn.running_mean.uniform_(-1, 1)
             bn.running_var.uniform_(0.5, 2)
     x = torch.randn(2, 3, 12, 12)
-    return [(torch.compile(m)(x), m(x))]
+    cm = torch.compile(m)
+    return [(cm(x), m(x))], lambda: cm(x)
 
 
 def _dynamic():
@@ -97,7 +102,7 @@ def _dynamic():
     for n in (5, 17, 33, 64):
         x = torch.randn(3, n)
         pairs.append((cf(x), f(x)))
-    return pairs
+    return pairs, lambda: cf(x)
 
 
 def _training():
@@ -118,7 +123,7 @@ def _training():
     cm = torch.compile(m)
     pairs = [(step(cm, opt), step(ref, opt_ref)) for _ in range(3)]
     pairs += [(p.detach(), q.detach()) for p, q in zip(m.parameters(), ref.parameters())]
-    return pairs
+    return pairs, lambda: step(cm, opt)
 
 
 def _transformer():
@@ -128,33 +133,43 @@ def _transformer():
     m = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                          dropout=0.0, batch_first=True).train()
     x = torch.randn(2, 10, 32)
+    cm = torch.compile(m)
+
+    def warm():
+        with torch.no_grad():
+            return cm(x)
+
     with torch.no_grad():
-        return [(torch.compile(m)(x), m(x))]
+        return [(cm(x), m(x))], warm
 
 
 def _softmax():
     torch.manual_seed(0)
     x = torch.randn(16, 33)
     f = lambda x: torch.softmax(x, -1) * x.amin(0)  # noqa: E731
-    return [(torch.compile(f)(x), f(x))]
+    cf = torch.compile(f)
+    return [(cf(x), f(x))], lambda: cf(x)
 
 
 def _cumsum():
     torch.manual_seed(0)
     x = torch.randn(8, 100)
     f = lambda x: torch.cumsum(x, -1) + torch.cumprod(x, 0)  # noqa: E731
-    return [(torch.compile(f)(x), f(x))]
+    cf = torch.compile(f)
+    return [(cf(x), f(x))], lambda: cf(x)
 
 
 def _dropout():
     torch.manual_seed(0)
     m = torch.nn.Dropout(0.5).train()
     x = torch.ones(1000)
-    y = torch.compile(m)(x)
+    cm = torch.compile(m)
+    y = cm(x)
     kept = y != 0
     # Random masks differ from eager's; compare what dropout promises.
     return [(y[kept], torch.full_like(y[kept], 2.0)),
-             (torch.tensor(0.4 < kept.float().mean().item() < 0.6), torch.tensor(True))]
+            (torch.tensor(0.4 < kept.float().mean().item() < 0.6), torch.tensor(True))], \
+        lambda: cm(x)
 
 
 # softmax (amin: tl.reduce with a combine), cumsum/cumprod (tl.associative_scan)
@@ -166,13 +181,70 @@ MODELS = {"mlp": _mlp, "reductions": _reductions, "elementwise": _elementwise,
 BLOCKED = {}
 
 
+def _sync():
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+
+
+def _time_warm(warm):
+    """Microseconds per call of the compiled model, warm (median of 5 rounds
+    of WARM_STEPS calls, after 5 calls unmeasured)."""
+    for _ in range(5):
+        warm()
+    _sync()
+    rounds = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(WARM_STEPS):
+            warm()
+        _sync()
+        rounds.append((time.perf_counter() - t) / WARM_STEPS * 1e6)
+    return sorted(rounds)[2]
+
+
+def _time_compiles():
+    """Wraps the `triton.compile` Inductor calls (tritium's surface, or the
+    real Triton's under STOCK) with a timer; returns the dict it adds to."""
+    import triton.compiler.compiler as cc  # noqa: PLC0415
+
+    import torch._inductor.runtime.triton_heuristics as th  # noqa: PLC0415
+
+    spent = {"seconds": 0.0, "calls": 0}
+    real = th.triton.compile
+
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent["seconds"] += time.perf_counter() - t
+            spent["calls"] += 1
+
+    th.triton.compile = timed
+    cc.compile = timed
+    return spent
+
+
+# TRITIUM_INDUCTOR_WARM_STEPS=N: also time the compiled model warm (N calls
+# per round). TRITIUM_INDUCTOR_COMPILE_TIME=1: add up the seconds spent in
+# `triton.compile` (tritium's or, under STOCK, Triton's); with stock Inductor it
+# also sets one compile thread, so that every compile happens in this process.
+WARM_STEPS = int(os.environ.get("TRITIUM_INDUCTOR_WARM_STEPS", "0"))
+COMPILE_TIME = None
+if os.environ.get("TRITIUM_INDUCTOR_COMPILE_TIME") == "1":
+    if STOCK:
+        inductor_config.compile_threads = 1
+    COMPILE_TIME = _time_compiles()
+
+
 def run(name):
     torch._dynamo.reset()
     before = tritium.inductor.stats()
+    spent_before = COMPILE_TIME["seconds"] if COMPILE_TIME is not None else 0.0
     result = {"model": name, "ok": False, "error": None, "max_abs_err": None}
     t0 = time.perf_counter()
     try:
-        pairs = {**MODELS, **BLOCKED}[name]()
+        pairs, warm = {**MODELS, **BLOCKED}[name]()
         err = 0.0
         for got, want in pairs:
             torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
@@ -181,10 +253,16 @@ def run(name):
         result.update(ok=True, max_abs_err=err)
     except Exception as e:  # noqa: BLE001 -- reported to the test
         result["error"] = "".join(traceback.format_exception_only(type(e), e))[-2000:]
+        if os.environ.get("TRITIUM_INDUCTOR_TRACEBACK") == "1":
+            traceback.print_exc()
     if DEVICE != "cpu":
         torch.cuda.synchronize()
     # The model's first calls: Inductor's compile (most of it) plus the runs.
     result["seconds"] = time.perf_counter() - t0
+    if result["ok"] and WARM_STEPS:
+        result["warm_us"] = _time_warm(warm)
+    if COMPILE_TIME is not None:
+        result["compile_seconds"] = COMPILE_TIME["seconds"] - spent_before
     after = tritium.inductor.stats()
     result["compiles"] = after["compiles"] - before["compiles"]
     result["launches"] = after["launches"] - before["launches"]

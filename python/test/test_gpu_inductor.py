@@ -40,10 +40,6 @@ def gpu_results(tmp_path_factory):
     return results
 
 
-# Inductor's GPU target is not implemented on tritium's surface yet (its backend and
-# triton.compile take "cpu" only, and say so): strict, so that these fail once it works and the
-# marker must go.
-@pytest.mark.xfail(reason="tritium.inductor has no GPU target yet", strict=True)
 @pytest.mark.parametrize("model", MODELS)
 def test_gpu_model_matches_eager(gpu_results, model):
     r = gpu_results[model]

@@ -196,10 +196,43 @@ def test_different_constants_hash_apart(mods):
     assert _axpy_source(mods, 16).hash() == _axpy_source(mods, 16).hash()
 
 
-def test_gpu_target_is_a_clear_error(mods):
-    target = mods["triton.backends.compiler"].GPUTarget("cuda", 90, 32)
-    with pytest.raises(NotImplementedError, match="'cuda' is not implemented"):
-        mods["triton"].compile(_axpy_source(mods), target=target)
+def test_cuda_target_compiles_for_the_gpu(mods):
+    """GPUTarget("cuda", cc, 32) compiles with tritium's GPU compiler (no GPU needed to
+    compile): PTX for the capability's target, one compile per (specialisation, num_warps,
+    num_stages, target); launching is test_gpu_inductor's."""
+    GPUTarget = mods["triton.backends.compiler"].GPUTarget
+    before = surface_kernels.compile_stats["compiles"]
+    k = mods["triton"].compile(_axpy_source(mods, 128), target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": 2, "num_stages": 2, "debug": True})
+    assert k.gpu is not None and k.tile is None
+    assert ".target sm_90" in k.asm["ptx"] and k.name == "_axpy"
+    assert k.metadata.num_warps == 2 and k.metadata.num_stages == 2
+    assert k.metadata.shared == k.gpu.shared and k.n_max_threads == 64
+    # The constexpr BLOCK is dropped from a launch's arguments, the rest kept in order.
+    assert k._kept == (0, 1, 2, 3, 4)
+    again = mods["triton"].compile(_axpy_source(mods, 128), target=GPUTarget("cuda", 90, 32),
+                                   options={"num_warps": 2, "num_stages": 2})
+    assert again.gpu is k.gpu
+    assert surface_kernels.compile_stats["compiles"] == before + 1
+    w4 = mods["triton"].compile(_axpy_source(mods, 128), target=GPUTarget("cuda", 80, 32),
+                                options={"num_warps": 4})
+    assert ".target sm_80" in w4.asm["ptx"] and w4.metadata.num_warps == 4
+    assert surface_kernels.compile_stats["compiles"] == before + 2
+
+
+def test_other_backends_and_launch_options_are_clear_errors(mods):
+    GPUTarget = mods["triton.backends.compiler"].GPUTarget
+    with pytest.raises(NotImplementedError, match="'hip' is not implemented"):
+        mods["triton"].compile(_axpy_source(mods), target=GPUTarget("hip", 942, 64))
+    with pytest.raises(NotImplementedError, match="launch_cooperative_grid of _axpy"):
+        mods["triton"].compile(_axpy_source(mods), target=GPUTarget("cuda", 90, 32),
+                               options={"launch_cooperative_grid": True})
+
+
+def test_sm_target_of_a_capability():
+    assert surface_kernels.sm_target(80) == "sm_80"
+    assert surface_kernels.sm_target("sm_90") == "sm_90"
+    assert surface_kernels.sm_target(90).startswith("sm_90")
 
 
 def test_compile_needs_an_ast_source(mods):
@@ -258,8 +291,12 @@ def test_driver_and_backends(mods):
         assert opts.num_warps == 2 and opts.num_stages == 3
     finally:
         drv.reset_active()
-    with pytest.raises(NotImplementedError, match="'cuda'"):
-        surface_driver.make_backend(surface_kernels.GPUTarget("cuda", 90, 32))
+    cuda = surface_driver.make_backend(surface_kernels.GPUTarget("cuda", 90, 32))
+    assert cuda.supports_target(surface_kernels.GPUTarget("cuda", 90, 32))
+    assert cuda.parse_options({}).num_warps == 4 and cuda.hash() == "tritium-cuda-90"
+    assert mods["triton.backends"].backends["nvidia"].compiler is type(cuda)
+    with pytest.raises(NotImplementedError, match="'hip'"):
+        surface_driver.make_backend(surface_kernels.GPUTarget("hip", 942, 64))
 
 
 def test_knobs_hooks_default_to_none(mods):

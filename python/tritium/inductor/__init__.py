@@ -1,14 +1,18 @@
 """torch.compile on tritium: Inductor's generated Triton kernels compiled by
-tritium and run on its CPU executor.
+tritium, launched on an NVIDIA GPU through its launcher or run on its CPU
+executor.
 
     import tritium.inductor; tritium.inductor.install()   # before torch._inductor
-    import torch; torch._inductor.config.cpu_backend = "triton"
+    import torch
+    torch.compile(model)(x)                                # CUDA tensors: the GPU
+
+    torch._inductor.config.cpu_backend = "triton"          # CPU tensors: the executor
     torch.compile(model)(x)
 
 or set TRITIUM_INDUCTOR=1 and `import tritium` first. `install()` makes
 `import triton` (and the submodules Inductor imports) resolve to tritium's
 compatibility surface (surface.py): Inductor's own code is unchanged. The
-surface is implemented for the "cpu" target; anything it lacks raises an
+surface implements the "cuda" and "cpu" targets; anything it lacks raises an
 error that names it.
 
 Inductor compiles kernels in worker processes when compile_threads > 1;

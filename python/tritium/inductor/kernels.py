@@ -14,8 +14,17 @@ Triton >= 3.3 calling convention, which Inductor picks because this surface
 has no `AttrsDescriptor`). `CompiledKernel.run` here drops the specialised
 parameters and hands the rest to the CPU executor.
 
-Only the CPU target ("cpu") is implemented: a GPU target raises
-NotImplementedError naming what is missing.
+Two targets: "cpu" (GPUTarget("cpu", 0, 0), Inductor's cpu_backend="triton")
+runs on the CPU executor; "cuda" (GPUTarget("cuda", 90, 32) and the like)
+compiles PTX/cubin with tritium's GPU compiler (its disk cache included) and
+launches through the runtime's launcher on the stream Inductor passes. Any
+other backend, or a launch option tritium lacks (cooperative grids,
+programmatic dependent launch), raises NotImplementedError naming it.
+
+On the GPU, Inductor's `debug` option (it asks for the device asserts of
+indirect indexing) compiles the asserts away, as a Triton build with
+debug=False does: tritium checks device asserts only in its bounds-checked
+TRITIUM_DEBUG build, whose launches are far slower.
 """
 
 import collections
@@ -24,6 +33,7 @@ import threading
 
 from ..compile_api import build_specialization
 from ..errors import CompilationError
+from ..compiler.compiler import compile_gpu
 from ..compiler.pipeline import compile_tile
 from ..runtime.launcher import convert_runtime_args
 
@@ -35,8 +45,8 @@ compile_stats = {"compiles": 0, "launches": 0, "kernels": []}
 
 class GPUTarget(collections.namedtuple("GPUTarget", ["backend", "arch", "warp_size"])):
     """Triton's `triton.backends.compiler.GPUTarget(backend, arch, warp_size)`:
-    backend "cpu" runs on tritium's CPU executor; "cuda" is not implemented
-    on this surface yet."""
+    backend "cpu" runs on tritium's CPU executor, "cuda" (arch: the compute
+    capability as major*10+minor, warp_size 32) on an NVIDIA GPU."""
 
     __slots__ = ()
 
@@ -85,26 +95,33 @@ KernelMetadata = collections.namedtuple(
 
 class CompiledKernel:
     """Triton's `triton.compiler.CompiledKernel` for a kernel tritium compiled
-    for the CPU executor: `.run` (the launcher), `.metadata` and
-    `.packed_metadata`, `.function`, `.hash`, `.name`, `.asm`, `.src`,
-    `.n_regs`, `.n_spills`, `.launch_metadata(...)`."""
+    for Inductor: `.run` (the launcher), `.metadata` and `.packed_metadata`,
+    `.function`, `.hash`, `.name`, `.asm`, `.src`, `.n_regs`, `.n_spills`,
+    `.launch_metadata(...)`. One class for both targets (Inductor rebuilds a
+    pickled kernel as `CompiledKernel.__new__(CompiledKernel)` plus its
+    __dict__): `tile` is set for the CPU executor, `gpu` (a GPUKernel) for
+    the GPU."""
 
-    def __init__(self, src, tile, metadata, constexpr_params):
+    def __init__(self, src, metadata, constexpr_params, tile=None, gpu=None):
         self.src = src
         self.tile = tile
+        self.gpu = gpu
         self.metadata = metadata
         self.packed_metadata = metadata
         self.hash = metadata.hash
         self.name = metadata.name
-        self.asm = dict(tile.asm)
-        self.function = None  # a CPU kernel has no driver handle
+        self.asm = dict((gpu if gpu is not None else tile).asm)
+        self.function = None  # the driver handle stays inside tritium's launcher
         self.module = None
         self.n_regs = 0
         self.n_spills = 0
-        self.n_max_threads = 1
-        # Positions in a launch's argument list that are specialised away.
+        self.n_max_threads = 32 * metadata.num_warps if gpu is not None else 1
+        # Positions in a launch's argument list that are specialised away,
+        # and the ones that stay (in order).
+        nparams = len(src.fn.arg_names)
         self._dropped = frozenset(constexpr_params)
-        self._nparams = len(src.fn.arg_names)
+        self._kept = tuple(i for i in range(nparams) if i not in self._dropped)
+        self._nparams = nparams
 
     @property
     def shared(self):
@@ -115,7 +132,21 @@ class CompiledKernel:
         return self.metadata.num_warps
 
     def _init_handles(self):
-        """Nothing to load for the CPU executor (Triton loads the cubin here)."""
+        """Triton loads the cubin here. On the GPU: loads the module on the
+        current device and reads its registers and spills (Inductor skips
+        configs that spill); nothing to load for the CPU executor. A kernel
+        rebuilt from Inductor's pickled state has `run` set to None in its
+        __dict__, which would hide the method: dropped."""
+        if self.__dict__.get("run", 0) is None:
+            del self.__dict__["run"]
+        if self.gpu is not None:
+            from ..runtime import cuda as _cuda  # noqa: PLC0415
+
+            kernel = self.gpu.gpu_kernel()
+            self._launch = kernel.launch
+            attrs = kernel.attributes(_cuda.current_device())
+            self.n_regs = attrs["num_regs"]
+            self.n_spills = attrs["local_bytes"] // 4  # Triton counts 32-bit words
 
     def launch_metadata(self, grid, stream, *args):
         """What the launch-enter hook receives (Triton's LazyDict): the name
@@ -128,16 +159,46 @@ class CompiledKernel:
             raise TypeError(f"{self.name}: the launcher passed {len(args)} arguments, the "
                             f"kernel has {self._nparams} parameters "
                             f"({', '.join(self.src.fn.arg_names)})")
-        runtime = [a for i, a in enumerate(args) if i not in self._dropped]
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
         grid = (int(grid_0), int(grid_1), int(grid_2))
         if grid[0] > 0 and grid[1] > 0 and grid[2] > 0:
-            self.tile.run(grid, convert_runtime_args(self.tile, runtime))
+            if self.gpu is not None:
+                self._run_gpu(grid, stream, args)
+            else:
+                runtime = [args[i] for i in self._kept]
+                self.tile.run(grid, convert_runtime_args(self.tile, runtime))
         with _stats_lock:
             compile_stats["launches"] += 1
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
+
+    def _run_gpu(self, grid, stream, args):
+        """Launches on the GPU: tensors go as their addresses (None as a
+        null pointer), on the device of the first tensor (else the current
+        one) and the stream Inductor passed (None: torch's current one)."""
+        from ..runtime import cuda as _cuda  # noqa: PLC0415
+
+        runtime, device = [], None
+        for i in self._kept:
+            a = args[i]
+            ptr = getattr(a, "data_ptr", None)
+            if ptr is not None:
+                if device is None:
+                    device = a.get_device()
+                runtime.append(ptr())
+            elif a is None:
+                runtime.append(0)
+            else:
+                runtime.append(a)
+        if device is None or device < 0:
+            device = _cuda.current_device()
+        if stream is None:
+            stream = _cuda.current_stream(device)
+        launch = self.__dict__.get("_launch")
+        if launch is None:
+            launch = self._launch = self.gpu.gpu_kernel().launch
+        launch(grid[0], grid[1], grid[2], stream, device, runtime, False)
 
     def __getitem__(self, grid):
         """binary[grid](*args): every parameter, constexprs included, in order."""
@@ -155,6 +216,37 @@ _cache_lock = threading.Lock()
 # do not change what the CPU executor runs, so Inductor's configs that differ
 # only in them share one compile.
 _tiles = {}
+# (jit function, specialisation key, num_warps, num_stages, sm target) ->
+# GPUKernel (tritium's disk cache sits below this one).
+_gpus = {}
+
+# Launch options of Inductor's GPU configs tritium does not implement: a
+# config that asks for one is refused by name rather than run without it.
+_UNSUPPORTED_OPTIONS = ("launch_cooperative_grid", "launch_pdl", "num_consumer_groups",
+                        "num_buffers_warp_spec", "maxnreg")
+
+
+def sm_target(arch):
+    """tritium's target name for Triton's GPUTarget.arch (an int such as 90,
+    or a string such as "sm_90a"/"90"): the GPU's own target (sm_90a on an
+    H200, $TRITIUM_TARGET respected) when the capability is the current
+    device's, else the one for that capability."""
+    from ..runtime import cuda as _cuda  # noqa: PLC0415
+
+    text = str(arch)
+    if text.startswith("sm_"):
+        return text
+    cap = int(text.rstrip("a"))
+    major, minor = divmod(cap, 10)
+    try:
+        if _cuda.is_available():
+            device = _cuda.current_device()
+            here = _cuda.default_target(device)
+            if here.startswith(f"sm_{cap}"):
+                return here
+    except Exception:  # noqa: BLE001 -- no driver: the capability's own target
+        pass
+    return _cuda.target_for_capability(major, minor)
 
 
 def compile(src, target=None, options=None):  # noqa: A001 -- Triton's name
@@ -165,17 +257,20 @@ def compile(src, target=None, options=None):  # noqa: A001 -- Triton's name
             f"file, as Triton's IRSource does, is not implemented); got {type(src).__name__}")
     options = dict(options or {})
     backend = getattr(target, "backend", None) if target is not None else "cpu"
-    if backend != "cpu":
+    if backend not in ("cpu", "cuda"):
         raise NotImplementedError(
             f"tritium's triton.compile: target backend {backend!r} is not implemented on the "
-            "Inductor surface yet; only 'cpu' (torch._inductor.config.cpu_backend = 'triton', "
-            "run by tritium's CPU executor) is")
+            "Inductor surface; 'cuda' (NVIDIA GPUs) and 'cpu' (torch._inductor.config."
+            "cpu_backend = 'triton', run by tritium's CPU executor) are")
     fn = src.fn
     num_warps = int(options.get("num_warps", 4))
     num_stages = int(options.get("num_stages", 3))
     # Triton's signature carries every parameter; "constexpr" entries take
     # their value from the constants (or the parameter's default).
     params, key = build_specialization(fn, src.signature, src.constants, src.attrs)
+    dropped = [i for i, (_, p) in enumerate(params) if p[0] == "const"]
+    if backend == "cuda":
+        return _compile_cuda(src, target, options, params, key, num_warps, num_stages, dropped)
     ck = (fn, key)
     with _cache_lock:
         tile = _tiles.get(ck)
@@ -186,14 +281,46 @@ def compile(src, target=None, options=None):  # noqa: A001 -- Triton's name
             raise e.with_traceback(None) from None
         with _cache_lock:
             tile = _tiles.setdefault(ck, tile)
-        with _stats_lock:
-            compile_stats["compiles"] += 1
-            compile_stats["kernels"].append(tile.name)
-    metadata = KernelMetadata(
-        name=tile.name, hash=src.hash(), target=target, num_warps=num_warps,
-        num_stages=num_stages, num_ctas=1, cluster_dims=(1, 1, 1), shared=0,
+        _count_compile(tile.name)
+    metadata = _metadata(src, tile.name, target, options, num_warps, num_stages, shared=0)
+    return CompiledKernel(src, metadata, dropped, tile=tile)
+
+
+def _compile_cuda(src, target, options, params, key, num_warps, num_stages, dropped):
+    """The "cuda" half of compile: a GPUKernel for the target's capability."""
+    wanted = [k for k in _UNSUPPORTED_OPTIONS if options.get(k)]
+    if wanted:
+        raise NotImplementedError(
+            f"tritium's triton.compile: the launch option(s) {', '.join(wanted)} of "
+            f"{src.name} are not implemented")
+    sm = sm_target(target.arch)
+    ck = (src.fn, key, num_warps, num_stages, sm)
+    with _cache_lock:
+        gpu = _gpus.get(ck)
+    if gpu is None:
+        try:
+            gpu = compile_gpu(src.fn, params, key, num_warps=num_warps, num_stages=num_stages,
+                              target=sm)
+        except CompilationError as e:
+            raise e.with_traceback(None) from None
+        with _cache_lock:
+            gpu = _gpus.setdefault(ck, gpu)
+        _count_compile(gpu.name)
+    metadata = _metadata(src, gpu.name, target, options, num_warps, num_stages,
+                         shared=gpu.shared)
+    return CompiledKernel(src, metadata, dropped, gpu=gpu)
+
+
+def _count_compile(name):
+    with _stats_lock:
+        compile_stats["compiles"] += 1
+        compile_stats["kernels"].append(name)
+
+
+def _metadata(src, name, target, options, num_warps, num_stages, shared):
+    return KernelMetadata(
+        name=name, hash=src.hash(), target=target, num_warps=num_warps,
+        num_stages=num_stages, num_ctas=1, cluster_dims=(1, 1, 1), shared=shared,
         debug=bool(options.get("debug", False)), launch_pdl=False,
         launch_cooperative_grid=False, global_scratch_size=0, profile_scratch_size=0,
         tmem_size=0)
-    dropped = [i for i, (_, p) in enumerate(params) if p[0] == "const"]
-    return CompiledKernel(src, tile, metadata, dropped)
