@@ -260,6 +260,31 @@ def compile_gpu(jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
     return out
 
 
+def compile_gpu_future(jit_fn, params, spec_key, executor, *, num_warps=DEFAULT_NUM_WARPS,
+                       num_stages=DEFAULT_NUM_STAGES, target="sm_90a"):
+    """compile_gpu with its back half (GPU passes, PTX, ptxas: most of the time, run with the
+    GIL released) on `executor` (a concurrent.futures executor): returns a Future of the
+    GPUKernel, done at once on a disk-cache hit. The front half (cache lookup, AST walk, tile
+    passes) runs on this thread, so a mistake it finds raises here; one the back half finds
+    comes out of the Future's result(). Lets a caller that compiles several configs one call
+    at a time (Inductor) overlap their ptxas runs."""
+    import concurrent.futures  # noqa: PLC0415
+
+    front = _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, None, True)
+    if isinstance(front, GPUKernel):
+        done = concurrent.futures.Future()
+        done.set_result(front)
+        return done
+
+    def back():
+        out = _compile_back(load_C(), [front], num_threads=1)[0]
+        if isinstance(out, BaseException):
+            raise out.with_traceback(None)
+        return out
+
+    return executor.submit(back)
+
+
 class CompileRequest:
     """One specialisation for compile_gpu_batch: compile_gpu's arguments."""
 

@@ -52,6 +52,7 @@ def install():
 
     sys.modules.update(surface.build())
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    os.environ["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] = "0"
     # torch caches "is triton installed?" answers; forget any taken before.
     utils = sys.modules.get("torch.utils._triton")
     if utils is not None:
@@ -69,9 +70,11 @@ def installed():
 
 def stats():
     """{"compiles": kernels tritium compiled for Inductor, "launches":
-    kernel launches, "kernels": their names} in this process."""
+    kernel launches, "kernels": their names, "seconds": the time Inductor's
+    thread spent compiling them (in triton.compile, and waiting for a GPU
+    compile's back half)} in this process."""
     from .kernels import _stats_lock, compile_stats  # noqa: PLC0415
 
     with _stats_lock:
         return {"compiles": compile_stats["compiles"], "launches": compile_stats["launches"],
-                "kernels": list(compile_stats["kernels"])}
+                "kernels": list(compile_stats["kernels"]), "seconds": compile_stats["seconds"]}

@@ -28,19 +28,45 @@ TRITIUM_DEBUG build, whose launches are far slower.
 """
 
 import collections
+import concurrent.futures
 import hashlib
+import os
 import threading
+import time
 
 from ..compile_api import build_specialization
 from ..errors import CompilationError
-from ..compiler.compiler import compile_gpu
+from ..compiler.compiler import compile_gpu_future
 from ..compiler.pipeline import compile_tile
 from ..runtime.launcher import convert_runtime_args
 
 # How many kernels tritium compiled for Inductor in this process, and their
 # names (tests assert on them; `tritium.inductor.stats()` returns a copy).
 _stats_lock = threading.Lock()
-compile_stats = {"compiles": 0, "launches": 0, "kernels": []}
+# "seconds": time spent compiling on Inductor's thread (inside triton.compile,
+# plus waiting for a GPU compile's back half when its kernel is first used).
+compile_stats = {"compiles": 0, "launches": 0, "kernels": [], "seconds": 0.0}
+
+
+def _add_seconds(t0):
+    with _stats_lock:
+        compile_stats["seconds"] += time.perf_counter() - t0
+
+
+def _lazy(name):
+    """An attribute of a GPU CompiledKernel known once its compile's back half
+    is done: reading it waits for that (CompiledKernel._resolve)."""
+
+    def get(self):
+        d = self.__dict__
+        if name not in d:
+            self._resolve()
+        return d[name]
+
+    def put(self, value):
+        self.__dict__[name] = value
+
+    return property(get, put, doc=f"the kernel's {name} (waits for its compile)")
 
 
 class GPUTarget(collections.namedtuple("GPUTarget", ["backend", "arch", "warp_size"])):
@@ -100,28 +126,60 @@ class CompiledKernel:
     `.launch_metadata(...)`. One class for both targets (Inductor rebuilds a
     pickled kernel as `CompiledKernel.__new__(CompiledKernel)` plus its
     __dict__): `tile` is set for the CPU executor, `gpu` (a GPUKernel) for
-    the GPU."""
+    the GPU.
 
-    def __init__(self, src, metadata, constexpr_params, tile=None, gpu=None):
+    A GPU kernel is made while its compile's back half (GPU passes, PTX,
+    ptxas) still runs on a thread pool, so that Inductor's several configs of
+    one kernel compile at once: `gpu`, `metadata`, `packed_metadata` and `asm`
+    wait for it when first read (Inductor reads them after `_init_handles`,
+    once every config was submitted)."""
+
+    gpu = _lazy("gpu")
+    metadata = _lazy("metadata")
+    packed_metadata = _lazy("packed_metadata")
+    asm = _lazy("asm")
+
+    def __init__(self, src, metadata, constexpr_params, tile=None, gpu_future=None):
         self.src = src
         self.tile = tile
-        self.gpu = gpu
-        self.metadata = metadata
-        self.packed_metadata = metadata
         self.hash = metadata.hash
         self.name = metadata.name
-        self.asm = dict((gpu if gpu is not None else tile).asm)
         self.function = None  # the driver handle stays inside tritium's launcher
         self.module = None
         self.n_regs = 0
         self.n_spills = 0
-        self.n_max_threads = 32 * metadata.num_warps if gpu is not None else 1
+        if gpu_future is None:
+            self.gpu = None
+            self.metadata = self.packed_metadata = metadata
+            self.asm = dict(tile.asm)
+            self.n_max_threads = 1
+        else:
+            self._future, self._partial_metadata = gpu_future, metadata
+            self.n_max_threads = 32 * metadata.num_warps
         # Positions in a launch's argument list that are specialised away,
         # and the ones that stay (in order).
         nparams = len(src.fn.arg_names)
         self._dropped = frozenset(constexpr_params)
         self._kept = tuple(i for i in range(nparams) if i not in self._dropped)
         self._nparams = nparams
+
+    def _resolve(self):
+        """Waits for the GPU compile and fills in what it decides (the kernel,
+        its shared memory, its asm)."""
+        future = self.__dict__.get("_future")
+        if future is None:
+            raise AttributeError(f"{self.name}: a CompiledKernel with neither a CPU nor a GPU "
+                                 "compile behind it")
+        t0 = time.perf_counter()
+        try:
+            gpu = future.result()
+        finally:
+            _add_seconds(t0)
+        metadata = self._partial_metadata._replace(shared=gpu.shared)
+        self.__dict__.update(gpu=gpu, metadata=metadata, packed_metadata=metadata,
+                             asm=dict(gpu.asm))
+        del self.__dict__["_future"]
+        del self.__dict__["_partial_metadata"]
 
     @property
     def shared(self):
@@ -217,8 +275,20 @@ _cache_lock = threading.Lock()
 # only in them share one compile.
 _tiles = {}
 # (jit function, specialisation key, num_warps, num_stages, sm target) ->
-# GPUKernel (tritium's disk cache sits below this one).
+# Future of the GPUKernel (tritium's disk cache sits below this one).
 _gpus = {}
+_pool = None
+
+
+def _back_pool():
+    """The threads GPU compiles' back halves run on (one per core: ptxas is a
+    process of its own, the rest of the back half releases the GIL)."""
+    global _pool
+    with _cache_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=os.cpu_count() or 1, thread_name_prefix="tritium-inductor-compile")
+        return _pool
 
 # Launch options of Inductor's GPU configs tritium does not implement: a
 # config that asks for one is refused by name rather than run without it.
@@ -251,6 +321,14 @@ def sm_target(arch):
 
 def compile(src, target=None, options=None):  # noqa: A001 -- Triton's name
     """Triton's `triton.compile` for the `ASTSource` of a @jit function."""
+    t0 = time.perf_counter()
+    try:
+        return _compile(src, target, options)
+    finally:
+        _add_seconds(t0)
+
+
+def _compile(src, target, options):
     if not isinstance(src, ASTSource):
         raise NotImplementedError(
             "tritium's triton.compile takes an ASTSource only (compiling IR text or a "
@@ -296,19 +374,19 @@ def _compile_cuda(src, target, options, params, key, num_warps, num_stages, drop
     sm = sm_target(target.arch)
     ck = (src.fn, key, num_warps, num_stages, sm)
     with _cache_lock:
-        gpu = _gpus.get(ck)
-    if gpu is None:
+        future = _gpus.get(ck)
+    if future is None:
         try:
-            gpu = compile_gpu(src.fn, params, key, num_warps=num_warps, num_stages=num_stages,
-                              target=sm)
+            future = compile_gpu_future(src.fn, params, key, _back_pool(), num_warps=num_warps,
+                                        num_stages=num_stages, target=sm)
         except CompilationError as e:
             raise e.with_traceback(None) from None
         with _cache_lock:
-            gpu = _gpus.setdefault(ck, gpu)
-        _count_compile(gpu.name)
-    metadata = _metadata(src, gpu.name, target, options, num_warps, num_stages,
-                         shared=gpu.shared)
-    return CompiledKernel(src, metadata, dropped, gpu=gpu)
+            future = _gpus.setdefault(ck, future)
+        _count_compile(src.name)
+    # shared is filled in from the compiled kernel (CompiledKernel._resolve).
+    metadata = _metadata(src, src.name, target, options, num_warps, num_stages, shared=None)
+    return CompiledKernel(src, metadata, dropped, gpu_future=future)
 
 
 def _count_compile(name):
