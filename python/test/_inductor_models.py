@@ -240,6 +240,9 @@ if STOCK and os.environ.get("TRITIUM_INDUCTOR_COMPILE_TIME") == "1":
 
 def run(name):
     torch._dynamo.reset()
+    from torch._dynamo.utils import counters  # noqa: PLC0415
+
+    counters.clear()
     before = tritium.inductor.stats()
     spent_before = COMPILE_TIME["seconds"] if COMPILE_TIME is not None else 0.0
     result = {"model": name, "ok": False, "error": None, "max_abs_err": None}
@@ -262,6 +265,10 @@ def run(name):
     result["seconds"] = time.perf_counter() - t0
     if result["ok"] and WARM_STEPS:
         result["warm_us"] = _time_warm(warm)
+    from torch._dynamo.utils import counters  # noqa: PLC0415
+
+    result["fxgraph_cache"] = {k: counters["inductor"][f"fxgraph_cache_{k}"]
+                               for k in ("hit", "miss")}
     after = tritium.inductor.stats()
     if not STOCK:
         # tritium's own count: triton.compile plus waiting for the back halves it overlaps.

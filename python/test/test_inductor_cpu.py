@@ -95,6 +95,31 @@ def test_models_cover_inductor_kernel_kinds(model_results):
 # install() and TRITIUM_INDUCTOR
 
 
+@needs_torch
+def test_caches_across_processes(tmp_path):
+    """A second process with the same Inductor and tritium caches: Inductor's FX graph cache
+    hits, its autotuning cache picks each kernel's config without timing them again (one compile
+    and one launch per kernel), and the outputs still match eager."""
+    env = _env(tmp_path, TRITIUM_CACHE_DIR=str(tmp_path / "tritium-cache"))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, os.path.join(_HERE, "_inductor_models.py"),
+                               "mlp", "softmax"], env=env, capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        runs.append({r["model"]: r for r in lines if "model" in r})
+    first, second = runs
+    for model in ("mlp", "softmax"):
+        a, b = first[model], second[model]
+        assert a["ok"] and b["ok"], (a["error"], b["error"])
+        assert a["fxgraph_cache"] == {"hit": 0, "miss": 1}, a
+        assert b["fxgraph_cache"] == {"hit": 1, "miss": 0}, b
+        kernels = set(b["kernels"])
+        assert kernels == set(a["kernels"]) and b["compiles"] == len(kernels), (a, b)
+        assert b["launches"] == len(kernels) < a["launches"], (a, b)
+
+
 def _run_python(code, tmp_path, **env):
     return subprocess.run([sys.executable, "-c", code], env=_env(tmp_path, **env),
                           capture_output=True, text=True, timeout=600)
