@@ -2,6 +2,8 @@
 the last place: the exact functions (rounding, classification, sign, fmod, fmax/fmin) to 0 ulp,
 the composed transcendental ones to a few ulps, on fp32 and fp64 (fp16 through fp32)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -142,6 +144,10 @@ COMPOSED = {
     "asin": (np.arcsin, 4),
     "acos": (np.arccos, 3),
     "tan": (np.tan, 2),
+    "log10": (np.log10, 2),
+    "asinh": (np.arcsinh, 3),
+    "acosh": (np.arccosh, 3),
+    "atanh": (np.arctanh, 3),
 }
 
 
@@ -154,6 +160,18 @@ def _inputs(fn, rng, dt):
                             [0.0, -0.0, 1e-6, -1e-6, 0.5, -0.5, 0.4999, -0.9999, -1.0, np.inf, 1e30]])
     elif fn in ("sinh", "cosh", "expm1"):
         x = np.concatenate([_wide(rng, n) / 3, [0.0, -0.0, 1e-6, 0.5, -0.5, 0.49999, 20.0, -20.0]])
+    elif fn == "log10":
+        x = np.concatenate([np.abs(_wide(rng, n)) * 10.0 ** rng.integers(-20, 20, n),
+                            [0.0, -0.0, -1.0, 1.0, 10.0, 1e-30, np.inf, np.nan]])
+    elif fn == "asinh":
+        x = np.concatenate([_wide(rng, n) * 10.0 ** rng.integers(-10, 10, n),
+                            [0.0, -0.0, 1e-6, -1e-6, 3e8, -3e8, np.inf, -np.inf, np.nan]])
+    elif fn == "acosh":
+        x = np.concatenate([1.0 + np.abs(_wide(rng, n)) * 10.0 ** rng.integers(-8, 10, n),
+                            [1.0, 0.5, -2.0, 2.0, 3e8, np.inf, -np.inf, np.nan]])
+    elif fn == "atanh":
+        x = np.concatenate([rng.uniform(-1, 1, n), [0.0, -0.0, 1.0, -1.0, 1e-6, 0.5, 2.0, -3.0,
+                                                    np.nan]])
     elif fn == "tan":
         x = np.concatenate([rng.uniform(-1.5, 1.5, n), [0.0, -0.0, 1e-6]])
     else:
@@ -205,6 +223,79 @@ def test_composed_fp16_rounds_once_from_fp32(fn):
     assert ulps(out, ref).max() <= 1
 
 
+def _erf64(v):
+    return np.vectorize(math.erf)(v.astype(np.float64))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_erfc_without_cancellation(dt):
+    """erfc against math.erfc: within an ulp for fp32 (down to its subnormals near x = 10),
+    relative 2e-13 for fp64; the special values as C's."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-6, 10, 3000), rng.uniform(0, 1, 200), [2.0, 1.9999, 0.5]])
+    x = x.astype(dt)
+    out = _run_unary("erfc", x)
+    ref = np.vectorize(math.erfc)(x.astype(np.float64))
+    if dt == np.float32:
+        assert ulps(out, ref).max() <= 1
+    else:
+        assert (np.abs(out - ref) <= 2e-13 * ref).all()
+    specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 30.0, -30.0], dtype=dt)
+    np.testing.assert_array_equal(_run_unary("erfc", specials),
+                                  np.array([0.0, 2.0, np.nan, 1.0, 1.0, 0.0, 2.0], dtype=dt))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_erfinv_inverts_erf(dt):
+    """erf(erfinv(x)) = x: y's error, (erf(y) - x) / erf'(y), within an ulp of y for fp32 and
+    100 for fp64, also next to +-1; +-inf at +-1, NaN outside [-1, 1], the sign of zero kept."""
+    rng = np.random.default_rng(12)
+    near_one = 1.0 - 10.0 ** -rng.uniform(1, 7 if dt == np.float32 else 15, 300)
+    x = np.concatenate([rng.uniform(-1, 1, 3000), near_one, -near_one, [1e-30, 0.5]]).astype(dt)
+    y = _run_unary("erfinv", x).astype(np.float64)
+    slope = 2 / np.sqrt(np.pi) * np.exp(-y * y)
+    err = np.abs((_erf64(y) - x.astype(np.float64)) / slope) / np.spacing(np.abs(y).astype(dt))
+    # Next to 1, x itself is that coarse: its own spacing bounds what erfinv can resolve.
+    err_x = np.spacing(np.abs(x)).astype(np.float64) / slope / np.spacing(np.abs(y).astype(dt))
+    assert (err <= np.maximum(1.0 if dt == np.float32 else 100.0, err_x)).all(), err.max()
+    specials = np.array([1.0, -1.0, 1.5, -2.0, np.nan, 0.0, -0.0], dtype=dt)
+    got = _run_unary("erfinv", specials)
+    np.testing.assert_array_equal(got, np.array([np.inf, -np.inf, np.nan, np.nan, np.nan, 0.0,
+                                                 -0.0], dtype=dt))
+    assert np.signbit(got[-1]) and not np.signbit(got[-2])
+
+
+@triton.jit
+def _ldexp_kernel(x_ptr, n_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(out_ptr + i, libdevice.ldexp(tl.load(x_ptr + i, mask=m), tl.load(n_ptr + i, mask=m)),
+             mask=m)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_ldexp_and_nextafter_are_exact(dt):
+    rng = np.random.default_rng(13)
+    x = np.concatenate([_wide(rng, 1000), _specials(dt)]).astype(dt)
+    e = rng.integers(-1100 if dt == np.float64 else -160, 1100 if dt == np.float64 else 160,
+                     x.size).astype(np.int32)
+    e[:4] = [0, 1, -1, 3000]
+    out = poisoned(x.shape, dt)
+    launch(_ldexp_kernel, (triton.cdiv(x.size, 256),), x, e, out, x.size, BLOCK=256)
+    with np.errstate(all="ignore"):
+        ref = np.ldexp(x, e)
+    err = ulps(out, ref)
+    if dt == np.float64:  # fp64 subnormal results may round twice (see ldexp's doc)
+        err[(ref != 0) & (np.abs(ref) < np.finfo(dt).tiny)] = 0
+    assert err.max() == 0, (x[err > 0][:4], e[err > 0][:4])
+    y = np.concatenate([rng.permutation(x[:1000]), _specials(dt)[::-1]]).astype(dt)
+    y[:3] = x[:3]  # equal operands give y
+    out = poisoned(x.shape, dt)
+    launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN="nextafter",
+           BLOCK=256)
+    assert ulps(out, np.nextafter(x, y)).max() == 0
+
+
 def test_module_paths():
     assert cuda_libdevice.tanh is libdevice.tanh and cuda_libdevice.hypot is libdevice.hypot
     assert tl.extra.libdevice is libdevice and tl.extra.cuda.libdevice is cuda_libdevice
@@ -242,3 +333,32 @@ def test_pow_fp64_relative_error():
     with np.errstate(all="ignore"):
         ref = np.power(x, y)
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)
+
+
+@triton.jit
+def _new_names_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m)
+    if FN == "ldexp":
+        y = libdevice.ldexp(x, i)
+    elif FN == "nextafter":
+        y = libdevice.nextafter(x, x * 2.0)
+    else:
+        y = getattr(libdevice, FN)(x)
+    tl.store(out_ptr + i, y, mask=m)
+
+
+@pytest.mark.parametrize("fn", ["log10", "asinh", "acosh", "atanh", "erfc", "erfinv", "ldexp",
+                                "nextafter"])
+def test_inductors_names_compile_for_the_gpu(fn):
+    """The names Inductor's kernels call compile to PTX for sm_80 and sm_90a, fp32 and fp64 (and
+    ptxas accepts it, where it is installed), with no register spills."""
+    for dt in ("*fp32", "*fp64"):
+        for target in ("sm_80", "sm_90a"):
+            k = tritium.compile(_new_names_kernel, signature={
+                "x_ptr": dt, "out_ptr": dt, "n": "i32", "FN": "constexpr", "BLOCK": "constexpr"},
+                constexprs={"FN": fn, "BLOCK": 256}, target=target)
+            assert f".target {target}" in k.asm["ptx"]
+            if "cubin" in k.asm:
+                assert k.metadata["n_spills"] == 0, (fn, dt, target, k.metadata["ptxas_log"])

@@ -446,3 +446,181 @@ def pow(x, y):
     r = core.where((ax == 1) & (core.abs(y) == _INF), 1.0, r)
     r = core.where((x == 1) | (y == 0), 1.0, r)
     return r.to(out)
+
+
+# -- logarithms, inverse hyperbolics, erfc, erfinv, ldexp, nextafter ------------------------------
+# The names Inductor's generated kernels call beyond the ones above. log10 and the inverse
+# hyperbolic functions compose log / log1p / sqrt (their accuracy on the GPU is that of tl.log
+# there); erfc and erfinv compute in fp64 add/mul/div only (exact IEEE on the GPU too), so an
+# fp32 result is within about an ulp everywhere; ldexp and nextafter are exact.
+
+_LOG10_2 = 0.30102999566398120
+_SQRT_PI = 1.7724538509055160
+_TWO_28 = 268435456.0
+
+
+@builtin
+@_in_fp32
+def log10(x):
+    x = _float_value(x, "log10")
+    return core.log2(x) * _LOG10_2
+
+
+@builtin
+@_in_fp32
+def asinh(x):
+    """log1p(a + a^2 / (1 + sqrt(1 + a^2))) for a = |x| (no cancellation near 0); log(a) + ln 2
+    above 2^28, where a^2 + 1 rounds to a^2 (and would overflow further up)."""
+    x = _float_value(x, "asinh")
+    a = core.abs(x)
+    small = core.minimum(a, _TWO_28)
+    s = core.sqrt_rn(small * small + 1.0)
+    r = log1p(small + core.div_rn(small * small, s + 1.0))
+    r = core.where(a > _TWO_28, core.log(a) + _LN2, r)
+    return core.where(x != x, x, copysign(r, x))
+
+
+@builtin
+@_in_fp32
+def acosh(x):
+    """log1p(t + sqrt(2t + t^2)) for t = x - 1 (exact for x in [1, 2]); log(x) + ln 2 above
+    2^28; NaN below 1."""
+    x = _float_value(x, "acosh")
+    small = core.minimum(x, _TWO_28)
+    t = small - 1.0
+    r = log1p(t + core.sqrt_rn(t * (t + 2.0)))
+    r = core.where(x > _TWO_28, core.log(x) + _LN2, r)
+    return core.where(x != x, x, r)
+
+
+@builtin
+@_in_fp32
+def atanh(x):
+    """copysign(log1p(2a / (1 - a)) / 2, x) for a = |x| (1 - a is exact for a >= 1/2)."""
+    x = _float_value(x, "atanh")
+    a = core.abs(x)
+    return copysign(0.5 * log1p(core.div_rn(a + a, 1.0 - a)), x)
+
+
+def _exp_neg_square_fp64(a):
+    """exp(-a^2) for fp64 a >= 0, with a^2 split into a rounded square and its error (fma), so
+    that large a do not lose the square's last bits."""
+    hi = a * a
+    lo = core.fma(a, a, -hi)
+    return _exp2_fp64(-hi * _LOG2E, 18) * (1.0 - lo)
+
+
+def _erf_series_fp64(a):
+    """erf(a) for fp64 0 <= a < 2: 2/sqrt(pi) exp(-a^2) sum 2^n a^(2n+1) / (2n+1)!!, whose terms
+    are all positive (30 terms reach fp64's precision below 2)."""
+    t = a
+    s = a
+    a2 = a * a
+    for n in range(30):
+        t = t * a2 * (2.0 / (2 * n + 3))
+        s = s + t
+    return (2.0 / _SQRT_PI) * _exp_neg_square_fp64(a) * s
+
+
+def _erfc_fraction_fp64(a, terms):
+    """erfc(a) for fp64 a >= 2: exp(-a^2) / sqrt(pi) over the continued fraction
+    a + (1/2) / (a + 1 / (a + (3/2) / (a + ...))), evaluated from `terms` levels up."""
+    f = a
+    for k in range(terms, 0, -1):
+        f = a + core.div_rn(0.5 * k, f)
+    return core.div_rn(_exp_neg_square_fp64(a), _SQRT_PI * f)
+
+
+def _erfc_fp64(a, terms):
+    """erfc(a) for fp64 a >= 0 (a below 2 as 1 - erf(a): erfc(2) is 4.7e-3, so the subtraction
+    keeps a relative error near 2e-14)."""
+    low = 1.0 - _erf_series_fp64(core.minimum(a, 2.0))
+    high = _erfc_fraction_fp64(core.maximum(a, 2.0), terms)
+    return core.where(a < 2.0, low, high)
+
+
+@builtin
+def erfc(x):
+    """1 - erf(x) without the cancellation: computed in fp64 arithmetic (a series below 2, a
+    continued fraction above), so fp32 results are within an ulp; fp64 results have a relative
+    error up to about 2e-13 (between 0.5 and 2, where 1 - erf cancels)."""
+    x = _float_value(x, "erfc")
+    out = x.dtype
+    x = x.to(core.float64)
+    a = core.abs(x)
+    r = _erfc_fp64(a, 50 if out == core.float64 else 30)
+    r = core.where(x < 0, 2.0 - r, r)
+    r = core.where(a == _INF, core.where(x > 0, 0.0, 2.0), r)
+    return core.where(x != x, x, r).to(out)
+
+
+@builtin
+def erfinv(x):
+    """The inverse of erf on [-1, 1] (+-inf at +-1, NaN outside): a closed-form estimate
+    (Winitzki's, relative error about 2e-3) refined by four Halley steps in fp64, whose residual
+    is erf(y) - a below 2 and (1 - a) - erfc(y) above (no cancellation near a = 1). fp32 results
+    are within an ulp; fp64 ones within about 100 ulps (erfc's error below 2)."""
+    x = _float_value(x, "erfinv")
+    out = x.dtype
+    x = x.to(core.float64)
+    a = core.abs(x)
+    inside = a < 1.0
+    aa = core.where(inside, a, 0.5)
+    ln = core.log((1.0 - aa) * (1.0 + aa))
+    k = 0.147
+    c = 2.0 / (_PI * k) + 0.5 * ln
+    y = core.sqrt(core.sqrt(c * c - ln / k) - c)
+    one_minus = 1.0 - aa
+    for _ in range(4):
+        low = core.minimum(y, 2.0)
+        high = core.maximum(y, 2.0)
+        f = core.where(y < 2.0, _erf_series_fp64(low) - aa,
+                       one_minus - _erfc_fraction_fp64(high, 50))
+        d = (2.0 / _SQRT_PI) * _exp_neg_square_fp64(y)
+        # Halley: f'' = -2 y f', so y -= f / (f' (1 + y f / f')).
+        q = core.div_rn(f, d)
+        y = y - core.div_rn(q, 1.0 + y * q)
+    y = core.where(aa == 0.0, 0.0, y)
+    r = core.where(inside, y, core.where(a == 1.0, _INF, float("nan")))
+    r = core.where(x != x, x, r)
+    return copysign(r.to(core.float64), x).to(out)
+
+
+@builtin
+def ldexp(x, n):
+    """x * 2^n in x's type; n an integer. fp32 and narrower scale in fp64 and round once, so they
+    are exact (one rounding, at underflow or overflow); fp64 multiplies by three exact powers of
+    two (each within fp64's exponent range), exact unless the result is subnormal, where it may
+    round twice."""
+    x = _float_value(x, "ldexp")
+    n = core.tensor(core._value(n, "libdevice.ldexp's exponent"))
+    if not n.dtype.is_int():
+        raise TypeError(f"libdevice.ldexp expects an integer exponent, got {n.dtype}")
+    out = x.dtype
+    n = core.minimum(core.maximum(n.to(core.int64), -2200), 2200)
+    a = n // 3
+    b = (n - a) // 2
+    c = n - a - b
+    r = x.to(core.float64)
+    for k in (a, b, c):
+        r = r * ((k + 1023) << 52).to(core.float64, bitcast=True)
+    return r.to(out)
+
+
+@builtin
+def nextafter(x, y):
+    """The representable neighbour of x in the direction of y (y itself when equal; NaN when
+    either is NaN), in x's type."""
+    x = _float_value(x, "nextafter")
+    y = _float_value(y, "nextafter").to(x.dtype)
+    bits = _bits(x)
+    it = bits.dtype
+    up = (y > x) == (x > 0)  # away from zero
+    moved = core.where(up, bits + 1, bits - 1).to(x.dtype, bitcast=True)
+    tiny = copysign(core.full([], 1, it).to(x.dtype, bitcast=True), y)
+    r = core.where(x == 0, tiny, moved)
+    r = core.where(x == y, y, r)
+    return core.where((x != x) | (y != y), x + y, r)
+
+
+__all__ += ["acosh", "asinh", "atanh", "erfc", "erfinv", "ldexp", "log10", "nextafter"]
