@@ -172,12 +172,26 @@ def _dropout():
         lambda: cm(x)
 
 
+def _special():
+    """The libdevice names Inductor calls for torch's special functions."""
+    def f(x, y):
+        a = torch.erfinv(torch.tanh(x) * 0.99) + torch.special.erfc(x) + torch.log10(x.abs() + 1)
+        b = torch.asinh(x) + torch.acosh(x.abs() + 1) + torch.atanh(torch.tanh(y) * 0.9)
+        c = torch.lgamma(x.abs() + 0.1) + torch.nextafter(x, y)
+        return a, b, c
+
+    torch.manual_seed(0)
+    x, y = torch.randn(1000), torch.randn(1000)
+    cf = torch.compile(f)
+    return list(zip(cf(x, y), f(x, y))), lambda: cf(x, y)
+
+
 # softmax (amin: tl.reduce with a combine), cumsum/cumprod (tl.associative_scan)
 # and dropout in training mode (tl.rand) need the language of issue 12.
 MODELS = {"mlp": _mlp, "reductions": _reductions, "elementwise": _elementwise,
           "conv_bn": _conv_bn, "dynamic": _dynamic, "training": _training,
           "softmax": _softmax, "cumsum": _cumsum, "dropout": _dropout,
-          "transformer": _transformer}
+          "transformer": _transformer, "special": _special}
 BLOCKED = {}
 
 

@@ -335,6 +335,28 @@ def test_pow_fp64_relative_error():
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_lgamma(dt):
+    """lgamma against math.lgamma: within an ulp for fp32; for fp64 within 1e-14 relative (or
+    absolute, next to the zeros at 1 and 2); +inf at the poles and at +-inf."""
+    rng = np.random.default_rng(14)
+    x = np.concatenate([rng.uniform(-20, 20, 2000), rng.uniform(0, 3, 500),
+                        10.0 ** rng.uniform(-30, 30, 300), -rng.uniform(0, 1e6, 200),
+                        [1.0, 2.0, 0.5, 1e-30, -0.5, -1.5, 1.0000001, 2.9999999]]).astype(dt)
+    x = x[(x > 0) | (np.trunc(x) != x)]
+    out = _run_unary("lgamma", x)
+    ref = np.array([math.lgamma(v) for v in x.astype(np.float64).tolist()])
+    if dt == np.float32:
+        assert ulps(out, ref).max() <= 1
+    else:
+        err = np.abs(out - ref)
+        assert (err <= 1e-14 * np.maximum(1.0, np.abs(ref))).all(), x[np.argmax(err)]
+    specials = np.array([0.0, -0.0, -1.0, -2.0, -1e30, np.inf, -np.inf, np.nan, 1.0, 2.0],
+                        dtype=dt)
+    np.testing.assert_array_equal(_run_unary("lgamma", specials),
+                                  np.array([np.inf] * 7 + [np.nan, 0.0, 0.0], dtype=dt))
+
+
 @triton.jit
 def _new_names_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -350,7 +372,7 @@ def _new_names_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("fn", ["log10", "asinh", "acosh", "atanh", "erfc", "erfinv", "ldexp",
-                                "nextafter"])
+                                "nextafter", "lgamma"])
 def test_inductors_names_compile_for_the_gpu(fn):
     """The names Inductor's kernels call compile to PTX for sm_80 and sm_90a, fp32 and fp64 (and
     ptxas accepts it, where it is installed), with no register spills."""
