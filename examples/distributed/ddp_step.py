@@ -146,7 +146,9 @@ def main():
     if rank == 0:
         for n in sorted(grads):
             dist.broadcast(grads[n], 0)
-    print(json.dumps(result), flush=True)
+    # One write of the whole line: the ranks share the launcher's stdout.
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (json.dumps(result) + "\n").encode())
     dist.barrier()
     dist.destroy_process_group()
     return 0 if result.get("ok", True) else 1

@@ -37,10 +37,14 @@ def test_ddp_step_on_two_cpu_ranks(tmp_path):
                        env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
     rows = {}
+    decoder = json.JSONDecoder()
     for line in r.stdout.splitlines():
-        if line.startswith("{"):
-            row = json.loads(line)
+        # Two ranks' lines may still arrive glued together by the launcher: decode each object.
+        pos = line.find("{")
+        while pos >= 0:
+            row, end = decoder.raw_decode(line, pos)
             rows[row["rank"]] = row
+            pos = line.find("{", end)
     assert sorted(rows) == [0, 1], r.stdout
     assert rows[0]["ok"] and rows[0]["max_grad_err"] <= 1e-5
     assert rows[0]["loss"] == rows[1]["loss"] == pytest.approx(rows[0]["ref_loss"], rel=1e-5)
