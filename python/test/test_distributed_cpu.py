@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -32,10 +33,24 @@ def test_ddp_step_on_two_cpu_ranks(tmp_path):
     env["TRITIUM_CACHE_DIR"] = str(tmp_path / "cache")  # shared by both ranks, empty
     env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU variant even on a GPU machine
     env["OMP_NUM_THREADS"] = "1"
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                        "--master-port", str(29500 + os.getpid() % 1000), EXAMPLE],
-                       env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
-    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    def torchrun():
+        return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+                               "2", "--master-port", str(29500 + os.getpid() % 1000), EXAMPLE],
+                              env=env, capture_output=True, text=True, timeout=600,
+                              cwd=str(tmp_path))
+
+    r = torchrun()
+    if r.returncode != 0 and "Signal 6 (SIGABRT)" in r.stderr and r.stdout.count('"rank"') == 2:
+        # Both ranks finished the step and printed their results, then one aborted on the way
+        # out (seen twice in CI, never reproduced here: gloo's shutdown when the peer has already
+        # closed its sockets). Keep the evidence, and run the step once more with a fresh cache.
+        warnings.warn(f"ddp_step aborted after both ranks reported; retrying. stderr:\n"
+                      f"{r.stderr[-4000:]}")
+        env["TRITIUM_CACHE_DIR"] = str(tmp_path / "cache-retry")
+        r = torchrun()
+    if r.returncode != 0:
+        pytest.fail(f"torchrun exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\n"
+                    f"stderr:\n{r.stderr[-6000:]}")
     rows = {}
     decoder = json.JSONDecoder()
     for line in r.stdout.splitlines():
