@@ -194,10 +194,10 @@ Value *addPtr(Builder &b, Value *ptr, Value *off) {
 }
 
 /// Triton's wording for operands an operator does not take ("invalid
-/// operands of type triton.language.fp32 and triton.language.fp32").
-std::string invalidOperands(const Value *l, const Value *r) {
-  auto name = [](const Value *v) {
-    const Type *t = v->type()->scalarType();
+/// operands of type triton.language.fp32 and triton.language.int32"): the
+/// operands' own element types, before any promotion, as Triton names them.
+std::string invalidOperands(const Type *l, const Type *r) {
+  auto name = [](const Type *t) {
     return std::string("triton.language.") +
            (t->isPointer() ? "pointer" : tritonName(t->dtype()));
   };
@@ -206,12 +206,15 @@ std::string invalidOperands(const Value *l, const Value *r) {
 
 Value *bitwise(Builder &b, const std::string &op, const Operand &x,
                const Operand &y, OpCode code) {
-  auto [l, r] = checkBinary(b, op, x, y, {});
-  if (isPtrLike(l) || isPtrLike(r) || !isInteger(elemDType(l)) ||
-      !isInteger(elemDType(r)))
-    b.error(invalidOperands(l, r) + ": '" + opSymbol(op) +
+  // Checked on the operands as written: promotion would turn `f32 & i32`
+  // into two f32s and the message would name the wrong type.
+  const Type *tx = elemTypeOf(x), *ty = elemTypeOf(y);
+  if (tx->isPointer() || ty->isPointer() || !isInteger(tx->dtype()) ||
+      !isInteger(ty->dtype()))
+    b.error(invalidOperands(tx, ty) + ": '" + opSymbol(op) +
             "' expects integer operands, got " + describe(x) + " and " +
             describe(y));
+  auto [l, r] = checkBinary(b, op, x, y, {});
   return mk(b, code, {l, r}, l->type());
 }
 

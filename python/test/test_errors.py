@@ -818,8 +818,10 @@ def _triton_wording_kernel(x_ptr, CASE: tl.constexpr):
         y = x & x  # ERR wording-bitwise
     elif CASE == 1:
         y = i % i.to(tl.uint32)  # ERR wording-signedness
-    else:
+    elif CASE == 2:
         y = i[1:3]  # ERR wording-slice
+    else:
+        y = x | i  # ERR wording-mixed
 
 
 @pytest.mark.parametrize("case,marker,snippet,pattern", [
@@ -828,6 +830,9 @@ def _triton_wording_kernel(x_ptr, CASE: tl.constexpr):
     (1, "wording-signedness", "i % i.to", r"Cannot use /, #, or % with triton\.language\.int32 "
                                           r"and triton\.language\.uint32"),
     (2, "wording-slice", "i[1:3]", r"unsupported tensor index"),
+    # The operands' own types, not the ones promotion would give (f32 | i32 is not f32 | f32).
+    (3, "wording-mixed", "x | i", r"invalid operands of type triton\.language\.fp32 and "
+                                  r"triton\.language\.int32"),
 ])
 def test_errors_carry_tritons_wording(case, marker, snippet, pattern):
     """Code and tests written against Triton's messages keep matching; the location, caret and
