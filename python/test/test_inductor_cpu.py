@@ -129,10 +129,12 @@ def test_env_variable_installs_surface(tmp_path):
     p = _run_python("import tritium, triton, triton.language as tl, os\n"
                     "from triton.compiler.compiler import ASTSource\n"
                     "print(triton.__tritium_surface__, tl.load is tritium.language.load,\n"
-                    "      os.environ['TORCHINDUCTOR_COMPILE_THREADS'])",
-                    tmp_path, TRITIUM_INDUCTOR="1")
+                    "      os.environ['TORCHINDUCTOR_COMPILE_THREADS'],\n"
+                    "      os.environ['TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER'])",
+                    tmp_path, TRITIUM_INDUCTOR="1", TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER="1")
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["True", "True", "1"]
+    # Inductor's static CUDA launcher cannot launch tritium's kernels: off, whatever was set.
+    assert p.stdout.split() == ["True", "True", "1", "0"]
 
 
 def test_without_install_triton_is_absent(tmp_path):

@@ -253,8 +253,13 @@ def compile_gpu(jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
                            use_cache, bounds_check)
     if isinstance(front, GPUKernel):
         return front
-    C = load_C()
-    out = _compile_back(C, [front], num_threads=1)[0]  # on this thread, GIL released
+    return _back_one(front)
+
+
+def _back_one(front):
+    """The back half of one _Pending on the calling thread (GIL released): its GPUKernel, or
+    the error it raised."""
+    out = _compile_back(load_C(), [front], num_threads=1)[0]
     if isinstance(out, BaseException):
         raise out.with_traceback(None)
     return out
@@ -275,14 +280,7 @@ def compile_gpu_future(jit_fn, params, spec_key, executor, *, num_warps=DEFAULT_
         done = concurrent.futures.Future()
         done.set_result(front)
         return done
-
-    def back():
-        out = _compile_back(load_C(), [front], num_threads=1)[0]
-        if isinstance(out, BaseException):
-            raise out.with_traceback(None)
-        return out
-
-    return executor.submit(back)
+    return executor.submit(_back_one, front)
 
 
 class CompileRequest:

@@ -393,6 +393,11 @@ _LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
 
 
+def _pow2_fp64(k):
+    """2^k as fp64 for int64 k in [-1022, 1023], exactly (built from its exponent bits)."""
+    return ((k + 1023) << 52).to(core.float64, bitcast=True)
+
+
 def _exp2_fp64(t, terms):
     """2^t for fp64 t: 2^n (n = rint(t)) times exp(f ln 2) (|f| <= 1/2) as a Taylor series.
     2^n is two factors built from exponent bits (|n| up to 2046 covers fp64's range, overflow
@@ -403,9 +408,7 @@ def _exp2_fp64(t, terms):
     p = _horner(f, [1.0 / _pymath.factorial(k) for k in range(terms)])
     n = n.to(core.int64)
     half = n >> 1
-    two_half = ((half + 1023) << 52).to(core.float64, bitcast=True)
-    two_rest = ((n - half + 1023) << 52).to(core.float64, bitcast=True)
-    return p * two_half * two_rest
+    return p * _pow2_fp64(half) * _pow2_fp64(n - half)
 
 
 def _log2_fp64(ax, terms):
@@ -583,7 +586,7 @@ def erfinv(x):
     y = core.where(aa == 0.0, 0.0, y)
     r = core.where(inside, y, core.where(a == 1.0, _INF, float("nan")))
     r = core.where(x != x, x, r)
-    return copysign(r.to(core.float64), x).to(out)
+    return copysign(r, x).to(out)
 
 
 @builtin
@@ -603,7 +606,7 @@ def ldexp(x, n):
     c = n - a - b
     r = x.to(core.float64)
     for k in (a, b, c):
-        r = r * ((k + 1023) << 52).to(core.float64, bitcast=True)
+        r = r * _pow2_fp64(k)
     return r.to(out)
 
 
