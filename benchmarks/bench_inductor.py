@@ -37,7 +37,7 @@ def run(models, stock, compile_time=False, timeout=900):
         env["TRITIUM_INDUCTOR_STOCK"] = "1" if stock else "0"
         env["TRITIUM_INDUCTOR_COMPILE_TIME"] = "1" if compile_time else "0"
         # The stock compile-time process has no warm column (one compile thread).
-        env["TRITIUM_INDUCTOR_WARM_STEPS"] = "0" if stock and compile_time else "20"
+        env["TRITIUM_INDUCTOR_WARM_STEPS"] = "0" if stock and compile_time else "200"
         try:
             proc = subprocess.run([sys.executable, MODELS_PY, *models], env=env,
                                   capture_output=True, text=True, timeout=timeout)

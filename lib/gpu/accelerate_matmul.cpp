@@ -229,43 +229,52 @@ void retypeAccumulator(Function &f, Operation *dot, const GPULayout *acc,
 }
 
 /// Operand layouts for an FMA dot whose accumulator has layout `accLL`
-/// (shape M x N): A (M x K) keeps the accumulator's M placement and holds
-/// all of K in registers; B (K x N) likewise with N. Null when a basis of
-/// the accumulator mixes M and N (no such operand layout).
+/// (shape [batch..., M, N]; rank 2 or 3): A ([batch..., M, K]) keeps the
+/// accumulator's batch and M placement and holds all of K in registers; B
+/// ([batch..., K, N]) likewise with N. Where the accumulator's threads
+/// spread along the dim the operand lacks (N for A, M for B), the operand is
+/// broadcast to them. Null when a basis of the accumulator mixes that dim
+/// with the others (no such operand layout).
 const GPULayout *fmaOperandLayout(const LinearLayout &accLL, int opIdx,
                                   int64_t K) {
-  int keep = opIdx == 0 ? 0 : 1;      // acc dim this operand shares
-  int kDim = opIdx == 0 ? 1 : 0;      // the operand's K dim
-  int oDim = 1 - kDim;                // the operand's other dim
-  auto project = [&](const Basis &b, bool dropOther, bool &ok,
-                     std::vector<Basis> &to) {
-    if (b[0] != 0 && b[1] != 0) {
+  size_t rank = accLL.shape().size();
+  size_t mDim = rank - 2, nDim = rank - 1;
+  size_t dropped = opIdx == 0 ? nDim : mDim; // the acc dim the operand lacks
+  size_t kDim = opIdx == 0 ? nDim : mDim;    // the operand's K dim
+  bool ok = true;
+  // An accumulator basis as an operand basis: the shared dims in place, the
+  // dropped one gone (the operand's K dim sits where it was, and is 0).
+  auto project = [&](const Basis &b, bool dropOther, std::vector<Basis> &to) {
+    bool other = b[dropped] != 0, shared = false;
+    for (size_t d = 0; d < rank; ++d)
+      shared |= d != dropped && b[d] != 0;
+    if (other && shared) {
       ok = false;
       return;
     }
-    Basis nb(2, 0);
-    nb[oDim] = b[keep];
-    if (nb[oDim] == 0 && dropOther)
+    if (other && dropOther)
       return;
+    Basis nb(rank, 0);
+    for (size_t d = 0; d < rank; ++d)
+      if (d != dropped)
+        nb[d] = b[d];
     to.push_back(nb);
   };
-  bool ok = true;
   std::vector<Basis> reg, lane, warp;
   for (const Basis &b : accLL.reg())
-    project(b, true, ok, reg);
+    project(b, true, reg);
   for (int64_t k = 1; k < K; k *= 2) {
-    Basis nb(2, 0);
+    Basis nb(rank, 0);
     nb[kDim] = k;
     reg.push_back(nb);
   }
   for (const Basis &b : accLL.lane())
-    project(b, false, ok, lane);
+    project(b, false, lane);
   for (const Basis &b : accLL.warp())
-    project(b, false, ok, warp);
+    project(b, false, warp);
   if (!ok)
     return nullptr;
-  std::vector<int64_t> shape(2);
-  shape[oDim] = accLL.shape()[keep];
+  std::vector<int64_t> shape = accLL.shape();
   shape[kDim] = K;
   return LinearEncoding::get(LinearLayout::distributed(
       shape, std::move(reg), std::move(lane), std::move(warp)));
@@ -464,28 +473,27 @@ bool useWgmma(Function &f, Operation *&dot, int numWarps, PassStats &stats) {
 void accelerate(Function &f, Operation *dot, const PipelineOptions &opts,
                 int numWarps, PassStats &stats) {
   const Type *rt = dot->result(0)->type();
-  if (rt->shape().size() != 2)
-    throw UserError("tl.dot of rank-3 (batched) tensors on the GPU is not "
-                    "supported yet; loop over the batch in the kernel",
-                    dot->loc());
   const GPULayout *cur = layoutOf(rt);
   if (!cur || cur->kind() == GPULayout::Kind::NvidiaMma)
     return;
-  int64_t M = rt->shape()[0], N = rt->shape()[1];
-  int64_t K = dot->operand(0)->type()->shape()[1];
+  size_t rank = rt->shape().size();
+  int64_t M = rt->shape()[rank - 2], N = rt->shape()[rank - 1];
+  int64_t K = dot->operand(0)->type()->shape()[rank - 1];
   DType da = dot->operand(0)->type()->element()->dtype();
   DType db = dot->operand(1)->type()->element()->dtype();
   DType dc = rt->element()->dtype();
   std::string prec = dot->hasAttr("input_precision")
                          ? dot->strAttr("input_precision")
                          : std::string("ieee");
-  if (opts.target.sm >= 90 && opts.target.archA &&
+  // A batched (rank-3) dot runs on FMAs for now (the tensor-core layouts
+  // here are 2-D).
+  if (rank == 2 && opts.target.sm >= 90 && opts.target.archA &&
       useWgmma(f, dot, numWarps, stats))
     return;
   bool fp8 = isFp8(da) && isFp8(db);
   DType opType = fp8 ? DType::FP16 : da;
   int kWidth = mmaKWidth(opType);
-  bool mma = opts.target.sm >= 80 && kWidth && (fp8 || da == db) &&
+  bool mma = rank == 2 && opts.target.sm >= 80 && kWidth && (fp8 || da == db) &&
              !(opType == DType::FP32 && prec == "ieee") &&
              (dc == DType::FP32 || dc == DType::I32 ||
               (dc == DType::FP16 && opType == DType::FP16)) &&

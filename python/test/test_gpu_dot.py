@@ -269,3 +269,57 @@ def test_persistent_matmul(M, N, K, ws):
         a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, NUM_SMS=min(sms, tiles), WS=ws, num_warps=4, num_stages=3)
     assert rel_err(c.float(), a.float() @ b.float()) < 1e-2
+
+
+@triton.jit
+def batched_kernel(a_ptr, b_ptr, c_ptr, out_ptr, NB, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
+                   BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
+                   HAS_ACC: tl.constexpr):
+    """out[b] = a[b] @ b[b] (+ c[b]) for a block of BB batches, with a K loop and masks on every
+    dim (ragged batch, M, N and K)."""
+    rb = tl.program_id(0) * BB + tl.arange(0, BB)[:, None, None]
+    rm = tl.program_id(1) * BM + tl.arange(0, BM)[None, :, None]
+    rn = tl.program_id(2) * BN + tl.arange(0, BN)[None, None, :]
+    kc = tl.arange(0, BK)[None, None, :]
+    kr = tl.arange(0, BK)[None, :, None]
+    if a_ptr.dtype.element_ty == tl.int8:
+        acc = tl.zeros((BB, BM, BN), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BB, BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rb * M * K + rm * K + k + kc, mask=(rb < NB) & (rm < M) & (k + kc < K),
+                    other=0)
+        b = tl.load(b_ptr + rb * K * N + (k + kr) * N + rn,
+                    mask=(rb < NB) & (k + kr < K) & (rn < N), other=0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    mask = (rb < NB) & (rm < M) & (rn < N)
+    if HAS_ACC:
+        acc += tl.load(c_ptr + rb * M * N + rm * N + rn, mask=mask)
+    tl.store(out_ptr + rb * M * N + rm * N + rn, acc, mask=mask)
+
+
+@pytest.mark.parametrize("kind", ["fp16", "bf16", "fp32-ieee", "fp32-tf32", "int8"])
+@pytest.mark.parametrize("NB,M,N,K,BB,BM,BN,BK", [(2, 16, 16, 16, 2, 16, 16, 16),
+                                                  (5, 40, 24, 70, 2, 32, 16, 32),
+                                                  (3, 64, 64, 64, 1, 64, 64, 16)], ids=str)
+def test_batched_dot(kind, NB, M, N, K, BB, BM, BN, BK):
+    """Batched (rank-3) tl.dot against torch.bmm, ragged shapes included."""
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
+          "int8": torch.int8}[kind.split("-")[0]]
+    a, b = rand((NB, M, K), dt), rand((NB, K, N), dt)
+    out_dt = torch.int32 if dt == torch.int8 else torch.float32
+    c = rand((NB, M, N), torch.float32).to(out_dt)
+    out = poisoned((NB, M, N), out_dt)
+    precision = kind.split("-")[1] if kind.startswith("fp32") else "ieee"
+    grid = (triton.cdiv(NB, BB), triton.cdiv(M, BM), triton.cdiv(N, BN))
+    batched_kernel[grid](a, b, c, out, NB, M, N, K, BB=BB, BM=BM, BN=BN, BK=BK,
+                         PRECISION=precision, HAS_ACC=True)
+    if dt == torch.int8:
+        want = torch.bmm(a.cpu().to(torch.int64), b.cpu().to(torch.int64)) + c.cpu().to(torch.int64)
+        assert torch.equal(out.cpu().to(torch.int64), want)
+    elif precision == "tf32":
+        want = torch.bmm(tf32(a), tf32(b)).double() + c.double()
+        assert rel_err(out, want) < 1e-5
+    else:
+        want = torch.bmm(a.double(), b.double()) + c.double()
+        assert rel_err(out, want) < 1e-5

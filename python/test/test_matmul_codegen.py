@@ -15,6 +15,7 @@ the facts behind its speed, each of which a regression would silently undo.
 import importlib.util
 import os
 import re
+import sys
 
 import tritium
 
@@ -22,7 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _compile():
-    path = os.path.join(HERE, "..", "..", "examples", "matmul.py")
+    examples = os.path.normpath(os.path.join(HERE, "..", "..", "examples"))
+    if examples not in sys.path:  # the example imports its neighbour _bench.py
+        sys.path.append(examples)
+    path = os.path.join(examples, "matmul.py")
     spec = importlib.util.spec_from_file_location("example_matmul", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

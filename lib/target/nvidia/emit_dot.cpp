@@ -674,12 +674,37 @@ void emitFmaDot(Emitter &e, Operation &op) {
   const gpu::LinearLayout &la = gpu::linearOf(op.operand(0)->type()),
                           &lb = gpu::linearOf(op.operand(1)->type()),
                           &lc = gpu::linearOf(op.result(0)->type());
-  checkWarps(e, op, lc, 0, la, 0, true);
-  checkWarps(e, op, lc, 1, lb, 1, true);
-  auto ta = registerTable(la), tb = registerTable(lb);
+  // [batch..., M, N]: the batch dims place their threads in all three alike.
+  size_t rank = lc.shape().size(), mDim = rank - 2, nDim = rank - 1;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    checkWarps(e, op, lc, (int)d, la, (int)d, true);
+    checkWarps(e, op, lc, (int)d, lb, (int)d, true);
+  }
+  checkWarps(e, op, lc, (int)mDim, la, (int)mDim, true);
+  checkWarps(e, op, lc, (int)nDim, lb, (int)nDim, true);
+  // Relative coordinate -> register, for thread (lane 0, warp 0).
+  auto table = [](const gpu::LinearLayout &ll) {
+    std::map<gpu::Basis, int> t;
+    for (int r = 0; r < ll.numRegs(); ++r)
+      t.emplace(ll.regCoord(r), r);
+    return t;
+  };
+  auto ta = table(la), tb = table(lb);
+  auto find = [&](const std::map<gpu::Basis, int> &t, const gpu::Basis &c,
+                  const char *what) {
+    auto it = t.find(c);
+    if (it == t.end()) {
+      std::string s;
+      for (int64_t x : c)
+        s += (s.empty() ? "" : ", ") + std::to_string(x);
+      e.internalError(op, std::string("the ") + what +
+                              " layout holds no register for (" + s + ")");
+    }
+    return it->second;
+  };
   const Regs &A = e.regs(op.operand(0)), &B = e.regs(op.operand(1)),
              &C = e.regs(op.operand(2));
-  int64_t K = op.operand(0)->type()->shape()[1];
+  int64_t K = op.operand(0)->type()->shape()[rank - 1];
   DType da = op.operand(0)->type()->element()->dtype();
   DType db = op.operand(1)->type()->element()->dtype();
   DType dc = op.result(0)->type()->element()->dtype();
@@ -687,6 +712,11 @@ void emitFmaDot(Emitter &e, Operation &op) {
   // fp32: an fp16 accumulator sums in fp32 and rounds once at the end).
   bool isInt = isInteger(dc);
   bool f64 = dc == DType::FP64;
+  // fp32 "tf32": the operands rounded to tf32 on sm_80 and newer (what a
+  // rank-2 dot's mma.sync computes with). "tf32x3" keeps full fp32 here,
+  // which is at least as accurate as its three products.
+  bool tf32 = op.hasAttr("input_precision") &&
+              op.strAttr("input_precision") == "tf32" && e.opts.target.sm >= 80;
   auto widen = [&](DType t, const std::string &r) -> std::string {
     if (isInt) {
       std::string x = e.reg(RC::B32);
@@ -698,6 +728,14 @@ void emitFmaDot(Emitter &e, Operation &op) {
         return r;
       std::string x = e.reg(RC::F64);
       e.ins("cvt.f64.f32 " + x + ", " + toF32(e, op, t, r));
+      return x;
+    }
+    if (t == DType::FP32 && tf32) {
+      // The operands the tensor cores would see (as the executor rounds
+      // them); the products and sums stay fp32.
+      std::string b = e.reg(RC::B32), x = e.reg(RC::F32);
+      e.ins("cvt.rna.tf32.f32 " + b + ", " + r);
+      e.ins("mov.b32 " + x + ", " + b);
       return x;
     }
     return toF32(e, op, t, r);
@@ -712,11 +750,10 @@ void emitFmaDot(Emitter &e, Operation &op) {
     return it != wb.end() ? it->second : (wb[r] = widen(db, B[r]));
   };
   Regs out(lc.numRegs());
-  std::map<Coord, std::string> done;
+  std::map<gpu::Basis, std::string> done;
   for (int r = 0; r < lc.numRegs(); ++r) {
     gpu::Basis c = lc.regCoord(r);
-    Coord key{c[0], c[1]};
-    if (auto it = done.find(key); it != done.end()) {
+    if (auto it = done.find(c); it != done.end()) {
       out[r] = it->second;
       continue;
     }
@@ -726,9 +763,12 @@ void emitFmaDot(Emitter &e, Operation &op) {
     } else {
       acc = toF32(e, op, dc, C[r]);
     }
+    gpu::Basis ca = c, cb = c; // A at [batch, m, k], B at [batch, k, n]
     for (int64_t k = 0; k < K; ++k) {
-      std::string a = opA(lookup(e, op, ta, {c[0], k}, "A"));
-      std::string b = opB(lookup(e, op, tb, {k, c[1]}, "B"));
+      ca[nDim] = k;
+      cb[mDim] = k;
+      std::string a = opA(find(ta, ca, "A"));
+      std::string b = opB(find(tb, cb, "B"));
       std::string d = e.reg(isInt ? RC::B32 : f64 ? RC::F64 : RC::F32);
       if (isInt)
         e.ins("mad.lo.s32 " + d + ", " + a + ", " + b + ", " + acc);
@@ -739,7 +779,7 @@ void emitFmaDot(Emitter &e, Operation &op) {
     }
     if (!isInt && !f64)
       acc = fromF32(e, op, dc, acc);
-    out[r] = done[key] = acc;
+    out[r] = done[c] = acc;
   }
   e.bind(op.result(0), std::move(out));
 }
@@ -757,9 +797,6 @@ bool emitDot(Emitter &e, Operation &op) {
   }
   if (op.code() != OpCode::Dot)
     return false;
-  if (op.result(0)->type()->shape().size() != 2)
-    e.userError(op, "tl.dot of rank-3 (batched) tensors on the GPU is not "
-                    "supported yet");
   const gpu::GPULayout *l = gpu::layoutOf(op.result(0)->type());
   auto *mma = dynamic_cast<const gpu::NvidiaMmaLayout *>(l);
   if (mma && mma->versionMajor == 2) {

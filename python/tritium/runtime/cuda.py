@@ -68,6 +68,11 @@ def current_stream(device):
     return torch.cuda.current_stream(device).cuda_stream
 
 
+def device_count():
+    """How many GPUs this process sees (loads the driver)."""
+    return int(load_C().device_count())
+
+
 def current_device():
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
