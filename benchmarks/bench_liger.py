@@ -13,8 +13,9 @@ once with `import triton` resolving to tritium and once with the real Triton.
     # GPU machine (torch + Triton installed, no network), from the repository root:
     PYTHONPATH=python python3 benchmarks/bench_liger.py --out liger.json
 
-    # development, on the CPU executor (tritium only, small shapes, correctness only):
-    PYTHONPATH=python python3 benchmarks/bench_liger.py --device cpu
+    # development, on the CPU executor (tritium only, small shapes, correctness only);
+    # --ptx-check sm_90a also compiles every launched kernel for the H200 (PTX + ptxas):
+    PYTHONPATH=python python3 benchmarks/bench_liger.py --device cpu [--ptx-check sm_90a]
 
 How `import triton` becomes tritium: `tritium.inductor.install()`, the public switch that puts
 tritium's `triton` compatibility surface in sys.modules. A plain `sys.modules["triton"] = tritium`
@@ -815,6 +816,38 @@ def _cpu_shims():
     torch.cuda.get_device_properties = lambda *a, **k: _Props()
 
 
+PTX_ERRORS = []  # the current case's kernels that failed to compile for --ptx-check's target
+
+
+def _ptx_check_hook(target):
+    """--ptx-check (CPU, tritium): each kernel launched on the executor is also compiled for
+    `target` (PTX, and a cubin where ptxas is installed) with the launch's specialisation,
+    num_warps and num_stages, so GPU-side compile failures show up without a GPU. Uses
+    tritium's internal compile_gpu: a development aid, not part of the benchmark."""
+    from tritium.compiler import compiler as comp  # noqa: PLC0415
+
+    J = sys.modules["tritium.jit"]
+    orig, seen = J.JITFunction.run, set()
+
+    def run(self, *a, grid=None, warmup=False, **kw):
+        try:
+            opts = {o: kw[o] for o in self._launch_options if o in kw}
+            rest = {k: v for k, v in kw.items() if k not in opts}
+            key, spec, _ = self._key(self._bind(a, rest))
+            nw = opts.get("num_warps") or comp.DEFAULT_NUM_WARPS
+            ns = opts.get("num_stages") or comp.DEFAULT_NUM_STAGES
+            if (self, key, nw, ns) not in seen:
+                seen.add((self, key, nw, ns))
+                comp.compile_gpu(self, J._params(spec), key, num_warps=nw, num_stages=ns,
+                                 target=target)
+        except Exception as e:  # noqa: BLE001
+            first = (str(e).strip().splitlines() or [""])[0]
+            PTX_ERRORS.append(f"{self.fn.__name__}: {type(e).__name__}: {first}")
+        return orig(self, *a, grid=grid, warmup=warmup, **kw)
+
+    J.JITFunction.run = run
+
+
 def run_child(args):
     import torch  # noqa: PLC0415
 
@@ -824,6 +857,8 @@ def run_child(args):
 
     if args.device == "cpu":
         _cpu_shims()
+        if args.ptx_check and args.impl == "tritium":
+            _ptx_check_hook(args.ptx_check)
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
     skip = set(args.skip or [])
     want = set(args.ops.split(",")) if args.ops else None
@@ -838,6 +873,7 @@ def run_child(args):
             rec = {"op": name, "dtype": dname, "impl": args.impl, "device": args.device,
                    "shape": None, "ok": False, "error": None, "max_err": None, "ms": None}
             t_start = time.perf_counter()
+            PTX_ERRORS.clear()
             try:
                 cfg = Cfg(dtypes[dname], args.device, args.device == "cpu", seed=1000 + n)
                 cs = builder(cfg)
@@ -852,6 +888,8 @@ def run_child(args):
                 rec["ok"] = False
                 if args.verbose:
                     traceback.print_exc()
+            if args.ptx_check:
+                rec["ptx_errors"] = list(dict.fromkeys(PTX_ERRORS))
             rec["seconds"] = round(time.perf_counter() - t_start, 2)
             print(json.dumps(rec), flush=True)
             if args.device == "cuda":
@@ -875,6 +913,8 @@ def run_impl(impl, args):
     for flag in ("no_time", "quick", "verbose"):
         if getattr(args, flag):
             base.append("--" + flag.replace("_", "-"))
+    if args.ptx_check:
+        base += ["--ptx-check", args.ptx_check]
     if args.ops:
         base += ["--ops", args.ops]
     for _attempt in range(80):
@@ -997,6 +1037,9 @@ def main():
     ap.add_argument("--json", default=None, help="append rows to this JSON file in the format "
                     "of benchmarks/common.py (tools/gpu-check.sh passes it)")
     ap.add_argument("--quick", action="store_true", help="shorter timing, for a smoke run")
+    ap.add_argument("--ptx-check", default=None, metavar="TARGET",
+                    help="with --device cpu: also compile every launched kernel for TARGET "
+                    "(e.g. sm_90a) and report the ones that fail")
     ap.add_argument("--case-timeout", type=float, default=240.0,
                     help="seconds one case may take (compiles included) before its child is "
                     "ended and the case recorded as failed")
