@@ -246,13 +246,14 @@ void bindBuilder(py::module_ &m) {
       .def(
           "cast",
           [](py::object s, py::handle x, const std::string &dtype,
-             bool bitcast) {
+             bool bitcast, const std::string &rounding) {
             Builder &bd = self(s);
-            return wrapRef(
-                bd.cast(valueArg(bd, x, "x"), parseDTypeArg(dtype), bitcast),
-                s);
+            return wrapRef(bd.cast(valueArg(bd, x, "x"), parseDTypeArg(dtype),
+                                   bitcast, rounding),
+                           s);
           },
-          py::arg("x"), py::arg("dtype"), py::arg("bitcast") = false)
+          py::arg("x"), py::arg("dtype"), py::arg("bitcast") = false,
+          py::arg("fp_downcast_rounding") = "")
       .def(
           "cast_to_pointer",
           [](py::object s, py::handle x, const Type *ptrType) {

@@ -392,10 +392,18 @@ void cast(const OpPlan &op, const RValue &a, RValue &r, const RunState &run) {
       z[i].i = o.norm(fpToInt(x[i].f, o.width, false));
     return;
   case OpCode::ExtF:
-  case OpCode::TruncF:
     for (int64_t i = 0; i < n; ++i)
       z[i].f = roundF(x[i].f, dt);
     return;
+  case OpCode::TruncF: {
+    FloatRounding mode = op.op->hasAttr("rounding") &&
+                                 op.op->strAttr("rounding") == "rtz"
+                             ? FloatRounding::TowardZero
+                             : FloatRounding::NearestEven;
+    for (int64_t i = 0; i < n; ++i)
+      z[i].f = roundToFloatDType(x[i].f, dt, mode);
+    return;
+  }
   default:
     return;
   }

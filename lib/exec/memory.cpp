@@ -160,6 +160,9 @@ Slot readElem(const uint8_t *p, DType t) {
   }
   case DType::FP8E4NV:
   case DType::FP8E5:
+  case DType::FP8E4B15:
+  case DType::FP8E4B8:
+  case DType::FP8E5B16:
     s.f = decodeFloat(*p, t);
     break;
   }
@@ -207,6 +210,9 @@ void writeElem(uint8_t *p, Slot s, DType t) {
   }
   case DType::FP8E4NV:
   case DType::FP8E5:
+  case DType::FP8E4B15:
+  case DType::FP8E4B8:
+  case DType::FP8E5B16:
     *p = uint8_t(encodeFloat(s.f, t));
     break;
   }

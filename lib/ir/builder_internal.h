@@ -56,8 +56,10 @@ Value *constantLike(Builder &b, double v, DType t, const Value *like);
 // ---- casts and shapes (semantics.cpp / tensor_semantics.cpp) --------------
 
 /// Element-type conversion following Triton's `semantic.cast`: `dstElem` is
-/// a scalar or pointer type; the shape is kept.
-Value *castElem(Builder &b, Value *x, const Type *dstElem);
+/// a scalar or pointer type; the shape is kept. A non-empty `rounding`
+/// ("rtz") is put on the arith.truncf ops the conversion makes.
+Value *castElem(Builder &b, Value *x, const Type *dstElem,
+                const std::string &rounding = "");
 /// Broadcasts every value of `vs` to their common shape (numpy rules).
 void broadcastAll(Builder &b, std::vector<Value *> &vs);
 /// The numpy broadcast of two shapes; throws UserError naming both types.

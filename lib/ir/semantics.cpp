@@ -259,14 +259,21 @@ Value *builder_detail::toBool(Builder &b, Value *x) {
   return castElem(b, x, scalarTy(DType::I1));
 }
 
-Value *builder_detail::castElem(Builder &b, Value *x, const Type *dstElem) {
+Value *builder_detail::castElem(Builder &b, Value *x, const Type *dstElem,
+                                const std::string &rounding) {
   const Type *src = x->type()->scalarType();
   if (src == dstElem)
     return x;
   const Type *resTy = x->type()->withElement(dstElem);
-  auto conv = [&](OpCode code) { return mk(b, code, {x}, resTy); };
+  auto conv = [&](OpCode code) {
+    std::map<std::string, Attribute> attrs;
+    if (code == OpCode::TruncF && !rounding.empty())
+      attrs["rounding"] = rounding;
+    return mk(b, code, {x}, resTy, std::move(attrs));
+  };
   auto via = [&](DType mid) {
-    return castElem(b, castElem(b, x, scalarTy(mid)), dstElem);
+    return castElem(b, castElem(b, x, scalarTy(mid), rounding), dstElem,
+                    rounding);
   };
 
   if (src->isPointer() || dstElem->isPointer()) {
@@ -324,9 +331,28 @@ Value *builder_detail::castElem(Builder &b, Value *x, const Type *dstElem) {
   return conv(isSigned(s) ? OpCode::SIToFP : OpCode::UIToFP);
 }
 
-Value *Builder::cast(Value *x, DType to, bool bitcast) {
+Value *Builder::cast(Value *x, DType to, bool bitcast,
+                     const std::string &fpDowncastRounding) {
   if (!x)
     throw InternalError("builder: cast of a null value");
+  const Type *srcElem = x->type()->scalarType();
+  if (!fpDowncastRounding.empty() && !bitcast && srcElem->isScalar() &&
+      srcElem->dtype() == to)
+    return x; // nothing to round (Triton returns the input first, too)
+  if (!fpDowncastRounding.empty()) {
+    if (fpDowncastRounding != "rtne" && fpDowncastRounding != "rtz")
+      error("fp_downcast_rounding must be \"rtne\" or \"rtz\", got \"" +
+            fpDowncastRounding + "\"");
+    const Type *src = x->type()->scalarType();
+    if (bitcast || !src->isScalar() || !isFloat(src->dtype()) ||
+        !isFloat(to) || bitWidth(src->dtype()) <= bitWidth(to))
+      error("fp_downcast_rounding should be set only for truncating fp "
+            "conversions, but source scalar type is " +
+            src->str() + " and destination type is " + dtypeName(to));
+    // rtne is the default rounding: no attribute.
+    if (fpDowncastRounding == "rtz")
+      return castElem(*this, x, scalarTy(to), "rtz");
+  }
   if (!bitcast)
     return castElem(*this, x, scalarTy(to));
   const Type *src = x->type()->scalarType();

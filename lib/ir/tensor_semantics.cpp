@@ -573,6 +573,12 @@ Value *Builder::dot(Value *a, Value *b, Value *acc,
   if (isPtrLike(a) || isPtrLike(b))
     error("tl.dot expects numeric tensors, got " + shapes);
   DType da = elemDType(a), db = elemDType(b);
+  for (DType d : {da, db})
+    if (isFp8(d) && !isNativeFp8(d))
+      error(std::string("tl.dot does not support ") + tritonName(d) +
+            " operands (" + shapes +
+            "): only fp8e4nv and fp8e5 feed the tensor cores; convert the "
+            "operand to fp16 or bf16 first");
   // fp8 operands may mix e4m3 and e5m2 (the tensor cores take either kind on
   // each side); every other dtype must match.
   bool fp8 = isFp8(da) && isFp8(db);

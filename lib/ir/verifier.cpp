@@ -468,6 +468,8 @@ private:
     case OpCode::ExtF:
       return cast(op, Cls::Float, Cls::Float, +1);
     case OpCode::TruncF:
+      if (op.hasAttr("rounding"))
+        oneOf(op, "rounding", op.strAttr("rounding"), {"rtne", "rtz"});
       return cast(op, Cls::Float, Cls::Float, -1);
     case OpCode::Bitcast: {
       const Type *in = ty(op, 0), *out = rty(op);

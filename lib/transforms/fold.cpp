@@ -469,6 +469,8 @@ foldElementwise(OpCode code, const std::map<std::string, Attribute> &attrs,
   case OpCode::TruncF:
     if (!a.isFloat() || !isFloat(rt))
       return std::nullopt;
+    if (attrs.count("rounding")) // rtz: the executor and the GPU round
+      return std::nullopt;
     return ConstValue::ofFloat(rt, a.f);
   case OpCode::Bitcast: {
     if (bitWidth(a.dtype) != bitWidth(rt))

@@ -39,6 +39,7 @@ from .compile_api import compile  # noqa: E402,A001
 from .autotuner import Config, autotune, heuristics  # noqa: E402
 from .torch_op import torch_op  # noqa: E402
 from .runtime.launcher import executor_memory  # noqa: E402
+from .runtime.reinterpret import TensorWrapper, reinterpret  # noqa: E402
 
 # TRITIUM_INDUCTOR=1: put tritium under torch.compile (tritium.inductor.install),
 # for programs that cannot call install() before torch._inductor is imported.
@@ -50,5 +51,5 @@ if _os.environ.get("TRITIUM_INDUCTOR", "") not in ("", "0"):
     _inductor.install()
 
 __all__ = ["CompilationError", "Config", "ExecutionError", "JITFunction", "autotune", "cdiv",
-           "compile", "executor_memory", "heuristics", "jit", "language", "next_power_of_2", "set_allocator",
-           "testing", "torch_op"]
+           "compile", "executor_memory", "heuristics", "jit", "language", "next_power_of_2", "reinterpret",
+           "set_allocator", "testing", "torch_op", "TensorWrapper"]

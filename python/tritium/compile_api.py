@@ -24,7 +24,8 @@ from .runtime import cuda as _cuda
 _SCALARS = {
     "i1": tl.int1, "u1": tl.int1, "i8": tl.int8, "i16": tl.int16, "i32": tl.int32,
     "i64": tl.int64, "u8": tl.uint8, "u16": tl.uint16, "u32": tl.uint32, "u64": tl.uint64,
-    "fp8e4nv": tl.float8e4nv, "fp8e5": tl.float8e5, "fp16": tl.float16, "bf16": tl.bfloat16,
+    "fp8e4nv": tl.float8e4nv, "fp8e5": tl.float8e5, "fp8e4b15": tl.float8e4b15,
+    "fp8e4b8": tl.float8e4b8, "fp8e5b16": tl.float8e5b16, "fp16": tl.float16, "bf16": tl.bfloat16,
     "fp32": tl.float32, "f32": tl.float32, "fp64": tl.float64, "f64": tl.float64,
     "int1": tl.int1, "int8": tl.int8, "int16": tl.int16, "int32": tl.int32, "int64": tl.int64,
     "uint8": tl.uint8, "uint16": tl.uint16, "uint32": tl.uint32, "uint64": tl.uint64,

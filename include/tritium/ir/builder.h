@@ -158,7 +158,10 @@ public:
   /// tl.where(cond, a, b).
   Value *where(Operand cond, Operand a, Operand b);
   /// x.to(dtype) / tl.cast; bitcast reinterprets (same bit width).
-  Value *cast(Value *x, DType to, bool bitcast = false);
+  /// `fpDowncastRounding`: "" (nearest even), "rtne" or "rtz"; only for a
+  /// float conversion to fewer bits, as Triton allows it.
+  Value *cast(Value *x, DType to, bool bitcast = false,
+              const std::string &fpDowncastRounding = "");
   /// Cast to a pointer type (x.to(tl.pointer_type(dtype))).
   Value *castToPointer(Value *x, const Type *ptrType);
 

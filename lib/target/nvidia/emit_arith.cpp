@@ -25,8 +25,7 @@ namespace {
 int regBits(DType t) { return std::max(16, bitWidth(t)); }
 
 bool isSmallFloat(DType t) {
-  return t == DType::FP16 || t == DType::BF16 || t == DType::FP8E4NV ||
-         t == DType::FP8E5;
+  return t == DType::FP16 || t == DType::BF16 || isFp8(t);
 }
 
 std::string f64Imm(double v) {

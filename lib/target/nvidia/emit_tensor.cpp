@@ -68,6 +68,9 @@ std::string sharedType(const Type *elem, bool forLoad) {
   case DType::U8:
   case DType::FP8E4NV:
   case DType::FP8E5:
+  case DType::FP8E4B15:
+  case DType::FP8E4B8:
+  case DType::FP8E5B16:
     return "u8";
   case DType::I8:
     return forLoad ? "s8" : "u8";

@@ -32,6 +32,9 @@ RC regClass(const Type *t) {
   case DType::U16:
   case DType::FP8E4NV:
   case DType::FP8E5:
+  case DType::FP8E4B15:
+  case DType::FP8E4B8:
+  case DType::FP8E5B16:
   case DType::FP16:
   case DType::BF16:
     return RC::B16;

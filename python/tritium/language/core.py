@@ -73,19 +73,24 @@ def _unwrap(x):
 _IR_NAMES = {
     "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "fp8e4nv": "f8e4nv", "fp8e5": "f8e5", "fp16": "f16", "bf16": "bf16",
-    "fp32": "f32", "fp64": "f64",
+    "fp8e4nv": "f8e4nv", "fp8e5": "f8e5", "fp8e4b15": "f8e4b15", "fp8e4b8": "f8e4b8",
+    "fp8e5b16": "f8e5b16", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64",
 }
 _FROM_IR = {v: k for k, v in _IR_NAMES.items()}
 _SINT = ("int8", "int16", "int32", "int64")
 _UINT = ("int1", "uint8", "uint16", "uint32", "uint64")
-_FP = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+# Triton's order (FP_TYPES).
+_FP = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
 _BITS = {"int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
          "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
-         "fp8e4nv": 8, "fp8e5": 8, "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}
-_MANTISSA = {"fp8e4nv": 3, "fp8e5": 2, "fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
-_EXPONENT_BIAS = {"fp8e4nv": 7, "fp8e5": 15, "fp16": 15, "bf16": 127, "fp32": 127,
-                  "fp64": 1023}
+         "fp8e4nv": 8, "fp8e5": 8, "fp8e4b15": 8, "fp8e4b8": 8, "fp8e5b16": 8,
+         "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}
+_MANTISSA = {"fp8e4nv": 3, "fp8e5": 2, "fp8e4b15": 3, "fp8e4b8": 3, "fp8e5b16": 2,
+             "fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+# fp8e4b15: every encoding finite (max 1.875); fp8e4b8 / fp8e5b16 ("fnuz"):
+# 0x80 is the one NaN, no inf, no -0. See tritium/support/float_formats.h.
+_EXPONENT_BIAS = {"fp8e4nv": 7, "fp8e5": 15, "fp8e4b15": 15, "fp8e4b8": 8, "fp8e5b16": 16,
+                  "fp16": 15, "bf16": 127, "fp32": 127, "fp64": 1023}
 
 
 class dtype:
@@ -196,7 +201,7 @@ class dtype:
         return False
 
     def is_fp8(self):
-        return self.name in ("fp8e4nv", "fp8e5")
+        return self.name.startswith("fp8")
 
     def __getattr__(self, attr):
         # is_fp16(), is_int32(), is_uint8(), ... one per dtype name.
@@ -346,14 +351,17 @@ uint32 = dtype("uint32")
 uint64 = dtype("uint64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
+float8e4b15 = dtype("fp8e4b15")
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
 float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
 
 _DTYPES = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                              uint64, float8e4nv, float8e5, float16, bfloat16, float32,
-                              float64)}
+                              uint64, float8e4nv, float8e5, float8e4b15, float8e4b8,
+                              float8e5b16, float16, bfloat16, float32, float64)}
 
 
 def dtype_from_name(name):
@@ -975,7 +983,10 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
     if isinstance(d, pointer_type):
         return tensor(b.cast_to_pointer(x, d.to_ir()))
     d = _to_dtype(d, "tl.cast's dtype")
-    return tensor(b.cast(x, d.ir_name, bool(_unwrap(bitcast))))
+    rounding = _unwrap(fp_downcast_rounding)
+    if rounding is not None and not isinstance(rounding, str):
+        raise TypeError(f"fp_downcast_rounding must be \"rtne\" or \"rtz\", got {rounding!r}")
+    return tensor(b.cast(x, d.ir_name, bool(_unwrap(bitcast)), rounding or ""))
 
 
 def _reduce(input, axis, kind, keep_dims):

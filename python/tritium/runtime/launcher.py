@@ -25,7 +25,8 @@ _DTYPES = {
     "int64": tl.int64, "uint8": tl.uint8, "uint16": tl.uint16, "uint32": tl.uint32,
     "uint64": tl.uint64, "float16": tl.float16, "bfloat16": tl.bfloat16,
     "float32": tl.float32, "float64": tl.float64, "float8_e4m3fn": tl.float8e4nv,
-    "float8_e5m2": tl.float8e5,
+    "float8_e5m2": tl.float8e5, "float8_e4m3fnuz": tl.float8e4b8,
+    "float8_e5m2fnuz": tl.float8e5b16,
 }
 
 
