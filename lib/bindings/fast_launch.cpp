@@ -143,7 +143,7 @@ struct Call {
 
 // Attribute and method names, interned once (bindFastLaunch).
 struct Names {
-  PyObject *isCuda, *dataPtr, *dtype, *getDevice, *value;
+  PyObject *isCuda, *dataPtr, *dtype, *getDevice, *value, *numel;
 };
 Names names;
 
@@ -262,6 +262,14 @@ bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c) {
   }
   uint64_t address = PyLong_AsUnsignedLongLong(ptr.ptr());
   if (address == (uint64_t)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  // A tensor of 2^31+ elements takes the Python path, which specialises the
+  // kernel with 64-bit offsets for it (launcher.needs_int64_offsets).
+  py::object numel = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(v, names.numel));
+  long long count = numel ? PyLong_AsLongLong(numel.ptr()) : -1;
+  if (count < 0 || count >= (1LL << 31)) {
     PyErr_Clear();
     return false;
   }
@@ -578,7 +586,7 @@ void bindFastLaunch(py::module_ &m) {
   cudaErrorType = m.attr("CudaError").ptr();
   names = {PyUnicode_InternFromString("is_cuda"), PyUnicode_InternFromString("data_ptr"),
            PyUnicode_InternFromString("dtype"), PyUnicode_InternFromString("get_device"),
-           PyUnicode_InternFromString("value")};
+           PyUnicode_InternFromString("value"), PyUnicode_InternFromString("numel")};
   m.add_object("fast_launch", py::reinterpret_steal<py::object>(
                                   PyCFunction_NewEx(&fastLaunchDef, nullptr, m.ptr())));
 

@@ -16,6 +16,9 @@ const PassTable &tilePasses() {
       {"cse", "Eliminate common subexpressions of pure ops", cse},
       {"dce", "Remove unused pure ops, loop-carried values and functions", dce},
       {"licm", "Hoist loop-invariant pure ops out of scf.for/scf.while", licm},
+      {"widen-offsets",
+       "Compute offsets into tensors of 2^31+ elements (tt.int64_offsets) in i64",
+       widenOffsets},
   };
   return passes;
 }
@@ -26,6 +29,7 @@ std::vector<std::string> defaultPipeline() {
       "canonicalize", // fold constexpr arithmetic, e.g. static_range bounds
       "unroll",       // tl.static_range
       "canonicalize", // fold the unrolled ivs
+      "widen-offsets", // 64-bit offsets into tensors of 2^31+ elements
       "cse",
       "dce",
   };

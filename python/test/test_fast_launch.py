@@ -35,11 +35,15 @@ class FakeTensor:
     """What the fast path reads of a torch CUDA tensor; jit.py's key reads
     __cuda_array_interface__."""
 
-    def __init__(self, address, dtype=F32, device=0, cuda=True):
+    def __init__(self, address, dtype=F32, device=0, cuda=True, numel=1):
         self.address, self.dtype, self.device, self.is_cuda = address, dtype, device, cuda
+        self._numel = numel
 
     def data_ptr(self):
         return self.address
+
+    def numel(self):
+        return self._numel
 
     def get_device(self):
         return self.device if self.is_cuda else -1
@@ -88,6 +92,18 @@ def launcher(monkeypatch):
     assert ok
     yield fast, slow
     add._fast = None
+
+
+def test_a_tensor_of_2_31_elements_takes_the_python_path(launcher):
+    """Its kernel is a specialisation with 64-bit offsets (jit._key_one), which only the Python
+    path makes; a tensor one element smaller stays on the fast path."""
+    fast, slow = launcher
+    big = FakeTensor(0x30000, numel=2 ** 31)
+    assert add[(8,)](big, FakeTensor(0x40000), 2001, 2.0, BLOCK=128, num_warps=4) == "slow"
+    assert len(slow.calls) == 1
+    below = FakeTensor(0x30000, numel=2 ** 31 - 1)
+    assert add[(8,)](below, FakeTensor(0x40000), 2001, 2.0, BLOCK=128, num_warps=4) == "result"
+    assert len(slow.calls) == 1
 
 
 def test_registered_call_launches_from_cpp(launcher):

@@ -164,6 +164,8 @@ class JITFunction:
             return
         if any(entry[1] == "group" for entry in spec):
             return  # a TensorDescriptor argument: several kernel arguments, the Python path
+        if any(entry[1] == "ptr" and len(entry) > 4 for entry in spec):
+            return  # a tensor of 2^31+ elements: 64-bit offsets, the Python path
         torch = sys.modules.get("torch")
         if torch is None:
             return
@@ -270,8 +272,14 @@ class JITFunction:
                 raise TypeError(f"{p.what} has unsupported type {type(v).__name__} (expected "
                                 "a tensor, an int, a float, a bool or None)")
             aligned = ptr.aligned16 and not p.do_not_specialize_on_alignment
-            key.append(("*" + ptr.dtype.name, aligned))
-            spec.append((p.name, "ptr", ptr.dtype, aligned))
+            if launcher.needs_int64_offsets(ptr):
+                # A tensor of 2^31+ elements: its offsets are computed in
+                # 64 bits (the widen-offsets pass), a specialisation of its own.
+                key.append(("*" + ptr.dtype.name, aligned, "i64"))
+                spec.append((p.name, "ptr", ptr.dtype, aligned, True))
+            else:
+                key.append(("*" + ptr.dtype.name, aligned))
+                spec.append((p.name, "ptr", ptr.dtype, aligned))
             runtime.append(ptr)
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
@@ -397,7 +405,8 @@ def _params(spec):
         if entry[1] == "const":
             out.append((entry[0], ("const", entry[2])))
         elif entry[1] == "ptr":
-            out.append((entry[0], ("arg", tl.pointer_type(entry[2]), entry[3])))
+            arg = ("arg", tl.pointer_type(entry[2]), entry[3])
+            out.append((entry[0], arg + (True,) if len(entry) > 4 and entry[4] else arg))
         elif entry[1] == "group":
             out.append((entry[0], ("group", entry[2])))
         else:

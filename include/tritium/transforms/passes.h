@@ -47,4 +47,12 @@ void unrollLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// outside an scf.for / scf.while out of the loop. Counter: licm.hoisted.
 void licm(Module &m, const PipelineOptions &opts, PassStats &stats);
 
+/// `--widen-offsets`: for pointers derived from an argument marked
+/// `tt.int64_offsets = true` (a tensor of 2^31 elements or more), rebuilds
+/// the i32 offsets of tt.addptr, and the i32 comparisons in the masks of
+/// their loads, stores and atomics, in i64 so that no intermediate value
+/// wraps (see widen_offsets.cpp). Counters: widen-offsets.addptrs,
+/// .masks, .ops.
+void widenOffsets(Module &m, const PipelineOptions &opts, PassStats &stats);
+
 } // namespace tritium

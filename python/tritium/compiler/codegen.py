@@ -488,6 +488,8 @@ class CodeGenerator:
             if p[0] == "arg":
                 if p[2]:
                     fn.set_arg_attr(i, "tt.divisibility", 16)
+                if len(p) > 3 and p[3]:  # a tensor of 2^31+ elements (jit._key_one)
+                    fn.set_arg_attr(i, "tt.int64_offsets", True)
                 self.scope[pname] = tensor(fn.arg(i))
                 i += 1
             elif p[0] == "agg":

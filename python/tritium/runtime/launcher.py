@@ -48,6 +48,18 @@ class PointerArg:
         return self.address % 16 == 0
 
 
+# Offsets into a tensor of this many elements or more may not fit in int32.
+INT64_OFFSET_ELEMENTS = 2 ** 31
+
+
+def needs_int64_offsets(ptr):
+    """Whether a kernel's offsets from this PointerArg can reach 2^31
+    elements (the bytes reachable from its address, over its element size):
+    then the compiler computes them in 64 bits (tt.int64_offsets)."""
+    itemsize = max(ptr.dtype.primitive_bitwidth // 8, 1)
+    return ptr.nbytes >= INT64_OFFSET_ELEMENTS * itemsize
+
+
 def _footprint_end(address, shape, strides, itemsize):
     """One past the last byte a strided view touches (strides in bytes)."""
     if any(s == 0 for s in shape):
