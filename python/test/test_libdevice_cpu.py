@@ -144,7 +144,7 @@ def test_fmod_is_exact_across_exponents(dt):
     launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN="fmod", BLOCK=256)
     with np.errstate(invalid="ignore", divide="ignore"):
         ref = np.fmod(x, y)
-    bad = (ulps(out, ref) > 0) | (np.signbit(out) != np.signbit(ref))
+    bad = (ulps(out, ref) > 0) | ((np.signbit(out) != np.signbit(ref)) & ~np.isnan(ref))
     assert not bad.any(), (x[bad][:4], y[bad][:4], out[bad][:4], ref[bad][:4])
 
 
