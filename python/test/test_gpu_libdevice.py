@@ -40,6 +40,7 @@ def _on_the_gpu(monkeypatch):
 # The CPU module's tests, collected here under the gpu marker (their parametrisations kept).
 for _name in dir(cpu):
     if _name.startswith("test_") and _name not in ("test_module_paths",
-                                                   "test_inductors_names_compile_for_the_gpu"):
+                                                   "test_inductors_names_compile_for_the_gpu",
+                                                   "test_fp64_math_and_fmod_compile_for_the_gpu"):
         globals()[_name] = getattr(cpu, _name)
 del _name

@@ -126,6 +126,75 @@ def test_exact_binary(fn, dt):
     assert not bad.any(), (x[bad][:4], y[bad][:4], out[bad][:4], ref[bad][:4])
 
 
+def _wide_exponents(rng, dt, n):
+    """Magnitudes spread over dt's whole exponent range (subnormals included), either sign."""
+    lo, hi = (-44, 38) if dt == np.float32 else (-322, 307)
+    with np.errstate(over="ignore", under="ignore"):
+        return (10.0 ** rng.uniform(lo, hi, n) * rng.choice([-1.0, 1.0], n)).astype(dt)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_fmod_is_exact_across_exponents(dt):
+    """C's fmod is exact however far apart the exponents (quotients up to 2^2000 on fp64), also
+    for subnormal operands and results."""
+    rng = np.random.default_rng(22)
+    x = np.concatenate([_wide_exponents(rng, dt, 3000), _specials(dt)]).astype(dt)
+    y = np.concatenate([_wide_exponents(rng, dt, 3000), _specials(dt)[::-1]]).astype(dt)
+    out = poisoned(x.shape, dt)
+    launch(_binary_kernel, (triton.cdiv(x.size, 256),), x, y, out, x.size, FN="fmod", BLOCK=256)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref = np.fmod(x, y)
+    bad = (ulps(out, ref) > 0) | ((np.signbit(out) != np.signbit(ref)) & ~np.isnan(ref))
+    assert not bad.any(), (x[bad][:4], y[bad][:4], out[bad][:4], ref[bad][:4])
+
+
+@triton.jit
+def _tl_math_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m)
+    tl.store(out_ptr + i, getattr(tl, FN)(x), mask=m)
+
+
+FP64_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sin": np.sin,
+             "cos": np.cos}
+
+
+def _fp64_math_inputs(fn, rng):
+    n = 20000
+    if fn in ("exp", "exp2"):
+        top = 709.8 if fn == "exp" else 1024.0
+        bottom = -745.2 if fn == "exp" else -1075.0
+        return np.concatenate([rng.uniform(bottom - 5, top + 5, n), rng.standard_normal(n) * 3,
+                               rng.uniform(-1e-3, 1e-3, n // 4),
+                               [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e-300,
+                                top, bottom, bottom + 0.5, -708.5, -1022.5, 1023.99]])
+    if fn in ("log", "log2"):
+        return np.concatenate([np.exp(rng.uniform(-745, 709.7, n)), rng.uniform(0.5, 2, n),
+                               1.0 + rng.uniform(-1e-6, 1e-6, n // 4),
+                               rng.uniform(0, 2.2e-308, n // 10),
+                               [0.0, -0.0, -1.0, np.inf, -np.inf, np.nan, 1.0, 2.0, 0.5, 5e-324,
+                                np.finfo(np.float64).max, np.finfo(np.float64).tiny]])
+    return np.concatenate([rng.uniform(-4, 4, n), rng.uniform(-1e5, 1e5, n // 2),
+                           rng.uniform(-2.0 ** 40, 2.0 ** 40, n // 2),
+                           np.pi / 2 * rng.integers(-10 ** 6, 10 ** 6, 1000),
+                           [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, 5e-324, 1e-8, np.pi]])
+
+
+@pytest.mark.parametrize("fn", list(FP64_MATH))
+def test_fp64_math_within_an_ulp(fn):
+    """fp64 tl.exp, exp2, log, log2, sin and cos are full precision (as Triton's are), on the GPU
+    too, where they are fp64 sequences of their own (lib/target/nvidia/emit_arith.cpp, about 0.7
+    ulp at most): within an ulp of numpy, with C's special values."""
+    x = _fp64_math_inputs(fn, np.random.default_rng(23))
+    out = poisoned(x.shape, np.float64)
+    launch(_tl_math_kernel, (triton.cdiv(x.size, 256),), x, out, x.size, FN=fn, BLOCK=256)
+    with np.errstate(all="ignore"):
+        ref = FP64_MATH[fn](x)
+    err = ulps(out, ref)
+    assert err.max() <= 1, (x[np.argsort(-err)][:4], out[np.argsort(-err)][:4], err.max())
+
+
 # Composed functions: (numpy reference, max ulps).
 def _wide(rng, n):
     return np.concatenate([rng.standard_normal(n // 2) * 3, rng.standard_normal(n // 4) * 0.3,
@@ -382,5 +451,24 @@ def test_inductors_names_compile_for_the_gpu(fn):
                 "x_ptr": dt, "out_ptr": dt, "n": "i32", "FN": "constexpr", "BLOCK": "constexpr"},
                 constexprs={"FN": fn, "BLOCK": 256}, target=target)
             assert f".target {target}" in k.asm["ptx"]
+            if "cubin" in k.asm:
+                assert k.metadata["n_spills"] == 0, (fn, dt, target, k.metadata["ptxas_log"])
+
+
+@pytest.mark.parametrize("fn", list(FP64_MATH) + ["fmod"])
+def test_fp64_math_and_fmod_compile_for_the_gpu(fn):
+    """The fp64 math sequences and the exact fmod (a loop) assemble for sm_80 and sm_90a (where
+    ptxas is installed), with no register spills."""
+    for dt in (["*fp32", "*fp64"] if fn == "fmod" else ["*fp64"]):
+        for target in ("sm_80", "sm_90a"):
+            if fn == "fmod":
+                k = tritium.compile(_binary_kernel, signature={
+                    "x_ptr": dt, "y_ptr": dt, "out_ptr": dt, "n": "i32", "FN": "constexpr",
+                    "BLOCK": "constexpr"}, constexprs={"FN": fn, "BLOCK": 256}, target=target)
+            else:
+                k = tritium.compile(_tl_math_kernel, signature={
+                    "x_ptr": dt, "out_ptr": dt, "n": "i32", "FN": "constexpr",
+                    "BLOCK": "constexpr"}, constexprs={"FN": fn, "BLOCK": 256}, target=target)
+            assert "cvt.rn.f32.f64" not in k.asm["ptx"] or fn == "fmod"
             if "cubin" in k.asm:
                 assert k.metadata["n_spills"] == 0, (fn, dt, target, k.metadata["ptxas_log"])

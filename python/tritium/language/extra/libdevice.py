@@ -4,9 +4,12 @@ kernel libraries call, on tritium's own math ops.
 Triton binds these names to NVIDIA's bitcode library; tritium maps each onto its math ops
 (tritium.language.math), which have one meaning on the CPU executor and a PTX lowering on the
 GPU. Functions that libdevice computes exactly (rounding, classification, sign manipulation,
-fmod, fmax/fmin) are exact here too; the transcendental ones have the accuracy of the matching
-`tl.*` function (see lib/target/nvidia/emit_arith.cpp). The classification functions (isnan,
-isinf, signbit, ...) return int32 0/1, as libdevice's do.
+fmod, fmax/fmin) are exact here too. exp, log, sin, cos, ... are the matching `tl.*` functions
+(on fp32 the hardware approximations on the GPU, on fp64 full precision: see
+lib/target/nvidia/emit_arith.cpp); the functions composed of them (sinh, expm1, log1p, tan, log10,
+the inverse hyperbolics) compute fp32 and narrower arguments in fp64, so they keep their few-ulp
+accuracy on the GPU as on the CPU executor. The classification functions (isnan, isinf, signbit,
+...) return int32 0/1, as libdevice's do.
 """
 
 import functools
@@ -207,9 +210,10 @@ def fmod(x, y):
 
 
 # -- transcendental functions composed of tl math ----------------------------------------------
-# Each keeps its error within a few ulps of the exact result on the CPU executor (whose math ops
-# round the exact value once); on the GPU it inherits the accuracy of tl.exp / tl.log / tl.sin /
-# tl.cos there (the hardware approximations). Small arguments use series where the plain
+# Each keeps its error within a few ulps of the exact result. Those built on tl.exp / tl.log /
+# tl.sin / tl.cos compute in fp64 (`_in_fp64`): fp32 tl.exp etc. are the hardware approximations
+# on the GPU (ex2/lg2/sin/cos.approx, a few ulps off), fp64 ones are accurate on the executor and
+# the GPU alike, and the fp32 result then rounds once. Small arguments use series where the plain
 # formula would cancel.
 
 
@@ -239,6 +243,21 @@ def _in_fp32(fn):
                 out = v.dtype
         wide = core.float64 if out == core.float64 else core.float32
         return fn(*[v.to(wide) for v in vals]).to(out)
+
+    return wrapper
+
+
+def _in_fp64(fn):
+    """Every argument computes in fp64 and the result rounds back once: for the functions built
+    on tl.exp / tl.log / tl.sin / tl.cos, whose fp32 forms are approximations on the GPU."""
+    @functools.wraps(fn)
+    def wrapper(*args):
+        vals = [_float_value(a, fn.__name__) for a in args]
+        out = vals[0].dtype
+        for v in vals[1:]:
+            if v.dtype.primitive_bitwidth > out.primitive_bitwidth:
+                out = v.dtype
+        return fn(*[v.to(core.float64) for v in vals]).to(out)
 
     return wrapper
 
@@ -273,12 +292,12 @@ def cbrt(x):
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def sinh(x):
     x = _float_value(x, "sinh")
     a = core.abs(x)
     x2 = x * x
-    terms = 9 if _fp64(x) else 5
+    terms = 9
     series = x * _horner(x2, [1.0 / _pymath.factorial(2 * k + 1) for k in range(terms)])
     e = core.exp(a)
     big = copysign(0.5 * (e - core.div_rn(1.0, e)), x)
@@ -286,7 +305,7 @@ def sinh(x):
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def cosh(x):
     x = _float_value(x, "cosh")
     e = core.exp(core.abs(x))
@@ -294,24 +313,24 @@ def cosh(x):
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def expm1(x):
     """exp(x) - 1, accurate near 0 (a Taylor series below |x| = 0.5)."""
     x = _float_value(x, "expm1")
-    terms = 17 if _fp64(x) else 10
+    terms = 17
     series = x * _horner(x, [1.0 / _pymath.factorial(k + 1) for k in range(terms)])
     return core.where(core.abs(x) < 0.5, series, core.exp(x) - 1.0)
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def log1p(x):
     """log(1 + x), accurate near 0: 2 atanh(x / (2 + x)) as a series below |x| = 0.5, else
     log(u) * x / (u - 1) with u = 1 + x (which cancels the rounding of u)."""
     x = _float_value(x, "log1p")
     s = core.div_rn(x, x + 2.0)
     s2 = s * s
-    terms = 18 if _fp64(x) else 8
+    terms = 18
     series = 2.0 * s * _horner(s2, [1.0 / (2 * k + 1) for k in range(terms)])
     u = x + 1.0
     big = core.log(u) * core.div_rn(x, core.where(u == 1.0, 1.0, u - 1.0).to(u.dtype))
@@ -382,7 +401,7 @@ def acos(x):
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def tan(x):
     x = _float_value(x, "tan")
     return core.div_rn(core.sin(x), core.cos(x))
@@ -453,8 +472,7 @@ def pow(x, y):
 
 # -- logarithms, inverse hyperbolics, erfc, erfinv, ldexp, nextafter ------------------------------
 # The names Inductor's generated kernels call beyond the ones above. log10 and the inverse
-# hyperbolic functions compose log / log1p / sqrt (their accuracy on the GPU is that of tl.log
-# there); erfc and erfinv compute in fp64 add/mul/div only (exact IEEE on the GPU too), so an
+# hyperbolic functions compose log / log1p / sqrt in fp64; erfc and erfinv compute in fp64 add/mul/div only (exact IEEE on the GPU too), so an
 # fp32 result is within about an ulp everywhere; ldexp and nextafter are exact.
 
 _LOG10_2 = 0.30102999566398120
@@ -463,14 +481,14 @@ _TWO_28 = 268435456.0
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def log10(x):
     x = _float_value(x, "log10")
     return core.log2(x) * _LOG10_2
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def asinh(x):
     """log1p(a + a^2 / (1 + sqrt(1 + a^2))) for a = |x| (no cancellation near 0); log(a) + ln 2
     above 2^28, where a^2 + 1 rounds to a^2 (and would overflow further up)."""
@@ -484,7 +502,7 @@ def asinh(x):
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def acosh(x):
     """log1p(t + sqrt(2t + t^2)) for t = x - 1 (exact for x in [1, 2]); log(x) + ln 2 above
     2^28; NaN below 1."""
@@ -497,7 +515,7 @@ def acosh(x):
 
 
 @builtin
-@_in_fp32
+@_in_fp64
 def atanh(x):
     """copysign(log1p(2a / (1 - a)) / 2, x) for a = |x| (1 - a is exact for a >= 1/2)."""
     x = _float_value(x, "atanh")
@@ -507,10 +525,12 @@ def atanh(x):
 
 def _exp_neg_square_fp64(a):
     """exp(-a^2) for fp64 a >= 0, with a^2 split into a rounded square and its error (fma), so
-    that large a do not lose the square's last bits."""
+    that large a do not lose the square's last bits. fp64 tl.exp is accurate on the executor and
+    the GPU alike (about 0.6 ulp); exp2(-a^2 log2 e) would add the rounding of the product, up to
+    3 ulps, which took fp64 erfinv past its 100-ulp bound on the GPU (104)."""
     hi = a * a
     lo = core.fma(a, a, -hi)
-    return _exp2_fp64(-hi * _LOG2E, 18) * (1.0 - lo)
+    return core.exp(-hi) * (1.0 - lo)
 
 
 def _erf_series_fp64(a):
@@ -561,7 +581,7 @@ def erfc(x):
 def erfinv(x):
     """The inverse of erf on [-1, 1] (+-inf at +-1, NaN outside): a closed-form estimate
     (Winitzki's, relative error about 2e-3) refined by four Halley steps in fp64, whose residual
-    is erf(y) - a below 2 and (1 - a) - erfc(y) above (no cancellation near a = 1). fp32 results
+    is erf(y) - a below 1.5 and (1 - a) - erfc(y) above (no cancellation near a = 1). fp32 results
     are within an ulp; fp64 ones within about 100 ulps (erfc's error below 2)."""
     x = _float_value(x, "erfinv")
     out = x.dtype
@@ -575,10 +595,13 @@ def erfinv(x):
     y = core.sqrt(core.sqrt(c * c - ln / k) - c)
     one_minus = 1.0 - aa
     for _ in range(4):
-        low = core.minimum(y, 2.0)
-        high = core.maximum(y, 2.0)
-        f = core.where(y < 2.0, _erf_series_fp64(low) - aa,
-                       one_minus - _erfc_fraction_fp64(high, 50))
+        # erf's series near 1 is a few ulps of 1 off, which erf's slope turns into up to 90
+        # ulps of y at y = 1.9 (115 on the GPU, whose fma contractions round differently); the
+        # continued fraction (100 levels: 1e-16 relative from 1.5 up) has no such error.
+        low = core.minimum(y, 1.5)
+        high = core.maximum(y, 1.5)
+        f = core.where(y < 1.5, _erf_series_fp64(low) - aa,
+                       one_minus - _erfc_fraction_fp64(high, 100))
         d = (2.0 / _SQRT_PI) * _exp_neg_square_fp64(y)
         # Halley: f'' = -2 y f', so y -= f / (f' (1 + y f / f')).
         q = core.div_rn(f, d)
@@ -678,6 +701,9 @@ def lgamma(x):
     r = core.where(x >= 0.5, right, left)
     pole = (x <= 0) & (trunc(x) == x)
     r = core.where(pole | (core.abs(x) == _INF), _INF, r)
+    # lgamma(1) = lgamma(2) = 0 exactly; the sums above cancel to within an ulp of 1e-16 there,
+    # and whether to 0 depends on which products the GPU fuses.
+    r = core.where((x == 1.0) | (x == 2.0), 0.0, r)
     return core.where(x != x, x, r).to(out)
 
 
