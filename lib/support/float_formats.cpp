@@ -145,11 +145,13 @@ double decode(uint64_t bits, const Format &f) {
   switch (f.specials) {
   case Specials::IEEE:
     if (expField == f.expMax())
-      return (neg ? -1 : 1) * (mant ? kNaN : kInf);
+      // copysign, not a product: -1 * NaN keeps the NaN's own (positive)
+      // sign on x86, and a negative NaN must stay negative (signbit).
+      return std::copysign(mant ? kNaN : kInf, neg ? -1.0 : 1.0);
     break;
   case Specials::FN:
     if (mag == ((f.expMax() << f.mantBits) | f.mantMask()))
-      return neg ? -kNaN : kNaN;
+      return std::copysign(kNaN, neg ? -1.0 : 1.0);
     break;
   case Specials::FNUZ:
     if (neg && mag == 0)
