@@ -520,6 +520,8 @@ OpSupport layoutSupport(OpCode c) {
   case OpCode::CombineReturn:
   case OpCode::Print:
   case OpCode::Assert:
+  // tl.debug_barrier: no operands, no results, nothing to lay out.
+  case OpCode::GPUBarrier:
     return OpSupport::Handled;
   // Layouts are chosen per function; the pipeline inlines calls first.
   case OpCode::Call:

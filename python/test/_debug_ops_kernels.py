@@ -120,3 +120,18 @@ def asm_two_results(x_ptr, lo_ptr, hi_ptr, BLOCK: tl.constexpr):
         dtype=(tl.int32, tl.int32), is_pure=False, pack=1)
     tl.store(lo_ptr + offs, lo)
     tl.store(hi_ptr + offs, hi)
+
+
+@triton.jit
+def row_then_target_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """Liger-Kernel's cross-entropy pattern: every thread stores its part of a row, then, after
+    tl.debug_barrier(), one scalar store overwrites the row's target element. Without the barrier
+    the scalar store can land before another thread's row store to the same address."""
+    row = tl.program_id(0)
+    y = tl.load(y_ptr + row)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + row * n + offs, mask=offs < n)
+        tl.store(x_ptr + row * n + offs, v * 2.0, mask=offs < n)
+    tl.debug_barrier()
+    tl.store(x_ptr + row * n + y, -1.0)

@@ -307,3 +307,23 @@ def test_device_print_on_cpu_matches_gpu_format(capfd):
         "pid (0, 0, 0) idx (1, 1) v: (operand 0) 3",
         "pid (0, 0, 0) idx (1, 1) v: (operand 1) 2",
     ]
+
+
+def test_debug_barrier_is_a_barrier():
+    """tl.debug_barrier() is a gpu.barrier in the IR and a bar.sync between the row's stores and
+    the scalar store in the PTX (sm_80 and sm_90a); on the CPU executor the kernel computes what
+    the program order says."""
+    sig = {"x_ptr": "*fp32", "y_ptr": "*i32", "n": "i32", "BLOCK": "constexpr"}
+    for target in TARGETS:
+        k = _compile(K.row_then_target_kernel, sig, {"BLOCK": 128}, target=target)
+        assert "gpu.barrier" in k.asm["tir"]
+        ptx = k.asm["ptx"]
+        last_row_store = ptx.rindex("st.global", 0, ptx.index("bar.sync"))
+        assert ptx.index("bar.sync") > last_row_store
+        assert "st.global" in ptx[ptx.index("bar.sync"):], "the scalar store after the barrier"
+    x = np.ones((4, 300), np.float32)
+    y = np.array([3, 150, 299, 0], np.int32)
+    K.row_then_target_kernel[(4,)](x, y, 300, BLOCK=128)
+    want = np.full((4, 300), 2.0, np.float32)
+    want[np.arange(4), y] = -1.0
+    np.testing.assert_array_equal(x, want)

@@ -1170,7 +1170,13 @@ def max_constancy(input, values):
 
 @builtin
 def debug_barrier():
-    pass
+    """A barrier of the program's threads (bar.sync on the GPU): the memory
+    accesses before it, by any thread of the program, happen before those
+    after it. Kernels rely on it to order a scalar store after a block
+    store to the same address (Liger-Kernel's cross entropy stores the
+    target's gradient over the row it just wrote). One thread per program
+    on the CPU executor: nothing to wait for there."""
+    _builder().create_op("gpu.barrier", [], [], {})
 
 
 @builtin
