@@ -388,10 +388,18 @@ std::string mathF32(Emitter &e, const Operation &op, OpCode c,
                           -0.0268661706f, 0.0052239776f});
     std::string small = e.reg(RC::F32);
     e.ins("mul.f32 " + small + ", " + s + ", " + a);
-    std::string den = e.reg(RC::F32), t = e.reg(RC::F32);
-    e.ins("fma.rn.f32 " + den + ", " + ax +
+    // 1 / den as rcp.approx and one Newton step, not rcp.rn's branchy
+    // subroutine (see Tanh); |x| clamped to 16 (erf is 1 in fp32 from 3.92
+    // on) keeps den finite, min.NaN keeps NaN.
+    std::string axc = e.reg(RC::F32), den = e.reg(RC::F32), r0 = e.reg(RC::F32),
+                nd = e.reg(RC::F32), er = e.reg(RC::F32), t = e.reg(RC::F32);
+    e.ins("min.NaN.f32 " + axc + ", " + ax + ", 0f41800000"); // 16
+    e.ins("fma.rn.f32 " + den + ", " + axc +
           ", 0f3EA7BA05, 0f3F800000"); // 1 + p|x|
-    e.ins("rcp.rn.f32 " + t + ", " + den);
+    e.ins("rcp.approx.ftz.f32 " + r0 + ", " + den);
+    e.ins("neg.f32 " + nd + ", " + den);
+    e.ins("fma.rn.f32 " + er + ", " + nd + ", " + r0 + ", 0f3F800000"); // 1 - den r0
+    e.ins("fma.rn.f32 " + t + ", " + er + ", " + r0 + ", " + r0);
     std::string p = poly(e, t,
                          {0.0f, 0.254829592f, -0.284496736f, 1.421413741f,
                           -1.453152027f, 1.061405429f});
@@ -418,12 +426,26 @@ std::string mathF32(Emitter &e, const Operation &op, OpCode c,
         e, x2, {1.0f, -0.33333333f, 0.13333333f, -0.05396825f, 0.02186949f});
     std::string small = e.reg(RC::F32);
     e.ins("mul.f32 " + small + ", " + s + ", " + a);
-    std::string t = e.reg(RC::F32), ex = e.reg(RC::F32), den = e.reg(RC::F32),
-                q = e.reg(RC::F32), big = e.reg(RC::F32), sb = e.reg(RC::F32);
+    // 2 / den as rcp.approx refined by one Newton step (within an ulp of
+    // div.rn): div.rn.f32 is a branchy subroutine in SASS, and its blocks
+    // kept ptxas from interleaving a wide elementwise chain, which then
+    // spilled (Liger-Kernel's GEGLU backward: 440 bytes). 2|x| log2(e) is
+    // clamped to 64 (tanh is 1 in fp32 from |x| = 9.01 on) so that den
+    // stays finite; min.NaN keeps a NaN input NaN.
+    std::string t = e.reg(RC::F32), tc = e.reg(RC::F32), ex = e.reg(RC::F32),
+                den = e.reg(RC::F32), r0 = e.reg(RC::F32), er = e.reg(RC::F32),
+                r1 = e.reg(RC::F32), q = e.reg(RC::F32), big = e.reg(RC::F32),
+                sb = e.reg(RC::F32);
     e.ins("mul.f32 " + t + ", " + ax + ", 0f4038AA3B"); // 2 log2(e)
-    e.ins("ex2.approx.f32 " + ex + ", " + t);
+    e.ins("min.NaN.f32 " + tc + ", " + t + ", 0f42800000"); // 64
+    e.ins("ex2.approx.f32 " + ex + ", " + tc);
     e.ins("add.f32 " + den + ", " + ex + ", 0f3F800000");
-    e.ins("div.rn.f32 " + q + ", 0f40000000, " + den);
+    std::string nd = e.reg(RC::F32);
+    e.ins("rcp.approx.ftz.f32 " + r0 + ", " + den);
+    e.ins("neg.f32 " + nd + ", " + den);
+    e.ins("fma.rn.f32 " + er + ", " + nd + ", " + r0 + ", 0f3F800000"); // 1 - den r0
+    e.ins("fma.rn.f32 " + r1 + ", " + er + ", " + r0 + ", " + r0);
+    e.ins("add.f32 " + q + ", " + r1 + ", " + r1); // 2 / den, exact doubling
     e.ins("sub.rn.f32 " + big + ", 0f3F800000, " + q);
     e.ins("copysign.f32 " + sb + ", " + a + ", " + big);
     std::string lt = e.reg(RC::Pred), d = e.reg(RC::F32);
