@@ -263,11 +263,10 @@ class JITFunction:
             key.append(("fp32",))
             spec.append((p.name, "arg", tl.float32, False))
             runtime.append(v)
+        elif t is TensorDescriptor:  # before pointer_arg, which would only say "not a tensor"
+            _key_descriptor(p, v, key, spec, runtime)
         else:
             ptr = launcher.pointer_arg(v, p.what)
-            if ptr is None and type(v) is TensorDescriptor:
-                _key_descriptor(p, v, key, spec, runtime)
-                return
             if ptr is None:
                 raise TypeError(f"{p.what} has unsupported type {type(v).__name__} (expected "
                                 "a tensor, an int, a float, a bool or None)")
