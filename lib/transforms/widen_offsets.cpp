@@ -21,8 +21,9 @@
 // and are extended as they are. Pointers into smaller tensors, and kernels
 // without such an argument, are left untouched (no 64-bit arithmetic where
 // 32 bits cannot overflow the tensor). The original i32 ops, if no longer
-// used, are erased by --dce. Counters: widen-offsets.addptrs,
-// widen-offsets.masks, widen-offsets.ops.
+// used, are erased by --dce. An i32 offset carried around an scf.for gets
+// an i64 twin carried beside it. Counters: widen-offsets.addptrs,
+// widen-offsets.masks, widen-offsets.ops, widen-offsets.iter-args.
 #include "tritium/transforms/passes.h"
 
 #include <map>
@@ -218,6 +219,12 @@ private:
       return insertAfter(v, d->code(), std::move(ops), wt, d->attrs(), d->loc());
     };
     bool signedValue = !isUnsignedInt(t);
+    if (!d && signedValue) {
+      if (Value *carried = widenLoopCarried(v, wt)) {
+        wide_[v] = carried;
+        return carried;
+      }
+    }
     if (d && signedValue) {
       switch (d->code()) {
       case OpCode::Constant:
@@ -259,6 +266,31 @@ private:
                         locOf(v));
     wide_[v] = out;
     return out;
+  }
+
+  /// An i32 value carried around an scf.for (`offs += BLOCK` in the body)
+  /// gets an i64 twin carried beside it: its init and its yielded value
+  /// widened, so the sum does not wrap on the way. Null for anything else
+  /// (the induction variable, other block arguments: leaves).
+  Value *widenLoopCarried(Value *v, const Type *wt) {
+    Block *body = v->ownerBlock();
+    Operation *loop = body ? body->parentOp() : nullptr;
+    if (!loop || loop->code() != OpCode::For || v->index() == 0)
+      return nullptr;
+    Operation *yield = body->terminator();
+    unsigned k = v->index() - 1; // iter_arg k: operand 3 + k, yield operand k
+    if (!yield || yield->code() != OpCode::Yield || k >= yield->numOperands() ||
+        3 + k >= loop->numOperands())
+      return nullptr;
+    Value *init = widen(loop->operand(3 + k));
+    loop->operands().push_back(init);
+    loop->addResult(wt);
+    Value *arg = body->addArgument(wt);
+    wide_[v] = arg; // before the yielded value, which may be built from v
+    Value *next = widen(yield->operand(k));
+    yield->operands().push_back(next);
+    stats_.add("widen-offsets.iter-args");
+    return arg;
   }
 
   /// A mask with its i32 comparisons made on widened operands.

@@ -56,3 +56,17 @@ def test_small_tensors_keep_the_fast_path():
     out = torch.full((1024,), 77, dtype=torch.int8, device="cuda")
     _copy_block[(1,)](x, out, 1, 4096, BLOCK=1024)
     assert torch.equal(out, torch.arange(1024, 2048, device="cuda").to(torch.int8))
+
+
+def test_loop_carried_offsets_past_2_31(big):
+    from test_int64_offsets_cpu import _carried_sum  # noqa: PLC0415
+
+    BLOCK, steps = 1024, 4
+    first = 2 ** 21 - 2
+    start = first * BLOCK
+    for s in range(steps):
+        big[start + s * BLOCK:start + (s + 1) * BLOCK] = s + 1
+    out = torch.zeros(BLOCK, dtype=torch.int32, device="cuda")
+    _carried_sum[(1,)](big, out, first, steps, BLOCK=BLOCK)
+    assert torch.equal(out, torch.full_like(out, 1 + 2 + 3 + 4))
+    big[start:start + steps * BLOCK] = 0

@@ -80,3 +80,27 @@ def test_the_specialisation_is_its_own():
     assert "tt.int64_offsets = true" in tir
     assert "arith.muli" in tir and ": i64" in tir and "tensor<1024xi64>" in tir, tir
     assert k_small is not k_big
+
+
+@triton.jit
+def _carried_sum(x_ptr, out_ptr, start_block, steps, BLOCK: tl.constexpr):
+    offs = start_block * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.int32)
+    for _ in range(steps):
+        acc += tl.load(x_ptr + offs).to(tl.int32)
+        offs += BLOCK  # an int32 offset carried around the loop, past 2^31
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+def test_loop_carried_offsets_past_2_31(big):
+    """An offset carried around a loop (`offs += BLOCK`) crosses 2^31 elements: its i64 twin,
+    carried beside it, keeps the addresses right."""
+    BLOCK, steps = 1024, 4
+    first = 2 ** 21 - 2  # blocks 2^21 - 2 .. 2^21 + 1: the last two past element 2^31
+    start = first * BLOCK
+    for s in range(steps):
+        big[start + s * BLOCK:start + (s + 1) * BLOCK] = s + 1
+    out = np.zeros(BLOCK, np.int32)
+    _carried_sum[(1,)](big, out, first, steps, BLOCK=BLOCK)
+    np.testing.assert_array_equal(out, np.full(BLOCK, 1 + 2 + 3 + 4, np.int32))
+    big[start:start + steps * BLOCK] = 0
