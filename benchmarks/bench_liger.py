@@ -58,7 +58,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -772,34 +771,11 @@ def bench(cs, device, warmup_ms=25, rep_ms=100):
         outs = _tuple(cs.liger(*lin))
         torch.autograd.backward([outs[i] for i in idx], cots)
 
-    step()
-    torch.cuda.synchronize()
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    t0 = torch.cuda.Event(enable_timing=True)
-    t1 = torch.cuda.Event(enable_timing=True)
-    t0.record()
-    for _ in range(5):
-        flush.zero_()
-        step()
-    t1.record()
-    torch.cuda.synchronize()
-    est = max(t0.elapsed_time(t1) / 5, 1e-3)
-    n_warm = max(1, int(warmup_ms / est))
-    n_rep = min(max(5, int(rep_ms / est)), 1000)
-    for _ in range(n_warm):
-        step()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
-    for i in range(n_rep):
-        for t in leaves:
-            t.grad = None
-        flush.zero_()
-        starts[i].record()
-        outs = _tuple(cs.liger(*lin))
-        torch.autograd.backward([outs[j] for j in idx], cots)
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    # tritium's do_bench for both implementations (it imports no `triton`): the same timer,
+    # L2 flush and warm-up for each.
+    from tritium.testing import do_bench  # noqa: PLC0415
+
+    return do_bench(step, warmup=warmup_ms, rep=rep_ms, return_mode="median", device="cuda")
 
 
 def _cpu_shims():

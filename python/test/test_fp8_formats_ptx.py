@@ -4,21 +4,13 @@ fp32 (both roundings), fp8 -> fp8, arithmetic in the formats, and the native
 formats' rtz path (integer code, so sm_80 takes it too). The PTX converts
 with integer code: no cvt names the new formats."""
 
-import os
-import shutil
-import subprocess
-
 import pytest
 
 import tritium
 import tritium.language as tl
 
 import _fp8_formats as F
-
-PTXAS = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
-                                  if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
-TARGETS = ("sm_80", "sm_90a")
-needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not installed")
+from test_debug_ops_ptx import TARGETS, _ptxas, needs_ptxas
 BITS = {"fp16": "*i16", "bf16": "*i16", "fp32": "*i32"}
 
 
@@ -28,12 +20,7 @@ def _assemble(kernel, sig, constexprs, tmp_path):
         k = tritium.compile(kernel, signature=sig, constexprs=constexprs, target=target,
                             use_cache=False)
         ptx = k.asm["ptx"]
-        path = os.path.join(str(tmp_path), f"k_{target}.ptx")
-        with open(path, "w") as f:
-            f.write(ptx)
-        r = subprocess.run([PTXAS, f"-arch={target}", path, "-o", path + ".cubin"],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr + "\n" + ptx
+        _ptxas(ptx, target, tmp_path)
         ptxs.append(ptx)
     return ptxs
 

@@ -69,14 +69,6 @@ Fp8Bits fp8Bits(DType t) {
   }
 }
 
-std::string f32Hex(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0f%08X", b);
-  return buf;
-}
-
 /// fp8 (low byte of a b16) -> f32, exactly, with integer code: the 7 bits
 /// below the sign placed at the top of an f32's exponent and mantissa make an
 /// f32 2^(127 - bias) times too small (a subnormal for exponent 0, which is
@@ -91,7 +83,7 @@ std::string fp8ToF32Bits(Emitter &e, DType t, const std::string &r) {
   e.ins("shl.b32 " + m + ", " + m + ", " + std::to_string(23 - f.mant));
   e.ins("mov.b32 " + x + ", " + m);
   e.ins("mul.rn.f32 " + y + ", " + x + ", " +
-        f32Hex(std::ldexp(1.0f, 127 - f.bias)));
+        f32Imm(std::ldexp(1.0f, 127 - f.bias)));
   e.ins("mov.b32 " + v + ", " + y);
   e.ins("and.b32 " + s + ", " + w + ", 128");
   e.ins("shl.b32 " + s + ", " + s + ", 24");
@@ -139,7 +131,7 @@ std::string f32ToFp8Bits(Emitter &e, DType t, const std::string &f, bool rz) {
               small = R(RC::Pred), m = R(RC::B32);
   e.ins("mov.b32 " + fa + ", " + a);
   e.ins("mul.rn.f32 " + fs + ", " + fa + ", " +
-        f32Hex(std::ldexp(1.0f, b.bias + b.mant - 1)));
+        f32Imm(std::ldexp(1.0f, b.bias + b.mant - 1)));
   e.ins(std::string(rz ? "cvt.rzi" : "cvt.rni") + ".u32.f32 " + q + ", " +
         fs);
   e.ins("setp.lt.s32 " + small + ", " + n + ", " + std::to_string(1 << 23));

@@ -231,9 +231,9 @@ def _horner(x, coeffs):
 _INF = float("inf")
 
 
-def _in_fp32(fn):
-    """fp16/bf16/fp8 arguments compute in fp32 and the result rounds back once (the constants
-    and intermediate steps would lose their accuracy in a 16-bit type); ints compute in fp32."""
+def _computed_in(fn, wide_for):
+    """fn on its arguments widened to wide_for(result dtype), the result rounded back once to
+    the widest argument's dtype."""
     @functools.wraps(fn)
     def wrapper(*args):
         vals = [_float_value(a, fn.__name__) for a in args]
@@ -241,25 +241,22 @@ def _in_fp32(fn):
         for v in vals[1:]:
             if v.dtype.primitive_bitwidth > out.primitive_bitwidth:
                 out = v.dtype
-        wide = core.float64 if out == core.float64 else core.float32
+        wide = wide_for(out)
         return fn(*[v.to(wide) for v in vals]).to(out)
 
     return wrapper
 
 
+def _in_fp32(fn):
+    """fp16/bf16/fp8 arguments compute in fp32 and the result rounds back once (the constants
+    and intermediate steps would lose their accuracy in a 16-bit type); ints compute in fp32."""
+    return _computed_in(fn, lambda out: core.float64 if out == core.float64 else core.float32)
+
+
 def _in_fp64(fn):
     """Every argument computes in fp64 and the result rounds back once: for the functions built
     on tl.exp / tl.log / tl.sin / tl.cos, whose fp32 forms are approximations on the GPU."""
-    @functools.wraps(fn)
-    def wrapper(*args):
-        vals = [_float_value(a, fn.__name__) for a in args]
-        out = vals[0].dtype
-        for v in vals[1:]:
-            if v.dtype.primitive_bitwidth > out.primitive_bitwidth:
-                out = v.dtype
-        return fn(*[v.to(core.float64) for v in vals]).to(out)
-
-    return wrapper
+    return _computed_in(fn, lambda out: core.float64)
 
 
 @builtin
