@@ -6,6 +6,7 @@
 
 #include "tritium/gpu/passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -92,6 +93,86 @@ std::string vecList(const Regs &r, size_t from, int v) {
   return s + "}";
 }
 
+/// The write half of a conversion out of an mma fragment (16-bit elements,
+/// sm_90+) with stmatrix.sync.aligned.m8n8.x4: the inverse of ldmatrix.
+/// Lane L gives the address of row L % 8 of matrix L / 8, and thread l's
+/// 32-bit register j is, of matrix j, the pair (row l / 4, columns
+/// 2 (l % 4) + {0, 1}). That is an mma accumulator's own distribution, so
+/// one instruction stores 8 registers where st.shared.b32 would take four
+/// (an accumulator tile's epilogue went 64 STS.32 -> 16 STSM per thread).
+///
+/// In terms of `off` (the scratch offset, swizzle applied, of each bit of
+/// register, lane, warp): register bit 0 and lane bits 0, 1 must walk one
+/// 16-byte row (offsets 1, 2, 4); every other basis a multiple of 8 so
+/// that rows stay whole 16-byte chunks (the scratch swizzle moves whole
+/// chunks). Lane bits 2-4 then pick the row, register bits 1-2 the matrix.
+/// Returns false (nothing emitted) when that does not hold.
+bool stmatrixStore(Emitter &e, const Operation &op, const gpu::LinearLayout &ls,
+                   const std::vector<int64_t> &strides,
+                   const gpu::ScratchSwizzle &sw, const std::string &base,
+                   const Regs &srcRegs) {
+  std::optional<gpu::LinearLayout> f = gpu::linearFunction(ls, strides);
+  int n = ls.numRegs();
+  if (!f || n < 8 || f->lane().size() != 5)
+    return false;
+  auto offsets = [&](const std::vector<gpu::Basis> &bases) {
+    std::vector<int64_t> o;
+    for (const gpu::Basis &b : bases)
+      o.push_back(sw.apply(b[0]));
+    return o;
+  };
+  std::vector<int64_t> reg = offsets(f->reg()), lane = offsets(f->lane()),
+                       warp = offsets(f->warp());
+  if (std::vector<int64_t>{reg[0], lane[0], lane[1]} !=
+      std::vector<int64_t>{1, 2, 4})
+    return false;
+  std::vector<int64_t> others = {lane[2], lane[3], lane[4]};
+  others.insert(others.end(), reg.begin() + 1, reg.end());
+  others.insert(others.end(), warp.begin(), warp.end());
+  // A zero basis is a copy (two threads or registers holding one element):
+  // the generic path, which stores owners only, handles those.
+  if (std::any_of(others.begin(), others.end(),
+                  [](int64_t b) { return b == 0 || b % 8 != 0; }))
+    return false;
+  std::vector<int64_t> supply = {lane[2], lane[3], lane[4], reg[1], reg[2]};
+  std::string key = "stmatrix|";
+  for (const auto *v : {&supply, &warp}) {
+    for (int64_t x : *v)
+      key += std::to_string(x) + ",";
+    key += "|";
+  }
+  std::string thr = e.threadValue(key, supply, warp, false);
+  uint64_t mask = 0;
+  for (const auto *v : {&supply, &warp})
+    for (int64_t b : *v)
+      mask |= uint64_t(b);
+  const int64_t eb = 2;
+  std::map<std::string, std::string> addrs;
+  e.noteAccess(op, "stmatrix", eb, 8, n / 8);
+  for (int g = 0; g < n; g += 8) {
+    int64_t regPart = 0;
+    for (size_t i = 3; i < reg.size(); ++i)
+      if ((g >> i) & 1)
+        regPart ^= reg[i];
+    auto [t, imm] = e.xorSplit(thr, mask, regPart);
+    std::string &a = addrs[t];
+    if (a.empty()) {
+      a = e.reg(RC::B32);
+      e.ins("mad.lo.s32 " + a + ", " + t + ", " + std::to_string(eb) + ", " +
+            base);
+    }
+    Regs words;
+    for (int j = 0; j < 4; ++j) {
+      words.push_back(e.reg(RC::B32));
+      e.ins("mov.b32 " + words.back() + ", {" + srcRegs[g + 2 * j] + ", " +
+            srcRegs[g + 2 * j + 1] + "}");
+    }
+    e.ins("stmatrix.sync.aligned.m8n8.x4.shared.b16 [" + a + "+" +
+          std::to_string(imm * eb) + "], " + vecList(words, 0, 4));
+  }
+  return true;
+}
+
 } // namespace
 
 std::string memType(const Type *elem, bool forLoad) {
@@ -141,7 +222,9 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
   std::string guard = owner.empty() ? "" : "@" + owner + " ";
   int vs = sharedVector(ls, strides, eb, isPred);
   std::string st = access("st.shared", vs, false);
-  for (int r = 0; r < ls.numRegs(); r += vs) {
+  bool viaStmatrix = packed && guard.empty() && e.opts.target.sm >= 90 &&
+                     stmatrixStore(e, op, ls, strides, sw, base, srcRegs);
+  for (int r = 0; r < ls.numRegs() && !viaStmatrix; r += vs) {
     auto [addr, off] = addressOf(src, strides, addrsS, ls.regCoord(r));
     Regs vals;
     for (int k = 0; k < vs; ++k) {
