@@ -514,9 +514,15 @@ void emitAtomicCAS(Emitter &e, Operation &op) {
   shareResult(e, op, std::move(res));
 }
 
-/// ptr + offset * sizeof(*ptr), one element.
-std::string addPtrElement(Emitter &e, const Type *ptrElem, const Type *offElem,
-                          const std::string &p, const std::string &off) {
+/// offset * sizeof(*ptr) as a 64-bit byte offset; `cache` (per op) keeps
+/// one per distinct offset register: a splatted offset (the K loop's
+/// `ptrs += BLOCK_K * stride`) is scaled once, not once per pointer.
+std::string scaledOffset(Emitter &e, const Type *ptrElem, const Type *offElem,
+                         const std::string &off,
+                         std::map<std::string, std::string> &cache) {
+  std::string &cached = cache[off];
+  if (!cached.empty())
+    return cached;
   int64_t eb = gpu::storageBytes(ptrElem->pointee());
   DType t = offElem->dtype();
   std::string o = off;
@@ -544,9 +550,8 @@ std::string addPtrElement(Emitter &e, const Type *ptrElem, const Type *offElem,
   } else {
     e.ins("mul.lo.s64 " + scaled + ", " + o + ", " + std::to_string(eb));
   }
-  std::string d = e.reg(RC::B64);
-  e.ins("add.s64 " + d + ", " + p + ", " + scaled);
-  return d;
+  cached = scaled;
+  return scaled;
 }
 
 void emitAddPtr(Emitter &e, Operation &op) {
@@ -556,6 +561,7 @@ void emitAddPtr(Emitter &e, Operation &op) {
   Regs out;
   // Splatted operands repeat one register: compute each distinct pair once.
   std::map<std::pair<std::string, std::string>, std::string> seen;
+  std::map<std::string, std::string> scaled;
   // Offsets straight from tl.arange (thread + constant, no overflow): the
   // thread's address once, then constant byte offsets.
   bool fromRange = oe->dtype() == DType::I32;
@@ -588,7 +594,9 @@ void emitAddPtr(Emitter &e, Operation &op) {
         e.ins("add.s64 " + d + ", " + base->second + ", " + std::to_string(c * eb));
       }
     } else {
-      d = addPtrElement(e, pe, oe, pr[i], orr[i]);
+      d = e.reg(RC::B64);
+      e.ins("add.s64 " + d + ", " + pr[i] + ", " +
+            scaledOffset(e, pe, oe, orr[i], scaled));
     }
     seen.emplace(key, d);
     out.push_back(d);

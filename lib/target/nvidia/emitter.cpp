@@ -6,6 +6,7 @@
 #include "tritium/target/nvidia/op_support.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tritium {
 
@@ -405,25 +406,32 @@ void Emitter::parallelCopy(const std::vector<Regs> &to,
   // A register copied onto itself is left alone: no write can clobber it
   // (the destinations are distinct), and not reading it matters for an
   // accumulator an asynchronous wgmma still owns.
-  std::vector<Regs> tmp(to.size());
+  //
+  // Only a source that is also a destination is saved in a temporary first
+  // (a loop's pair of buffer indices, say); the others move straight to
+  // their destinations: half the moves at a loop's back edge.
+  std::set<std::string> dests;
+  for (size_t i = 0; i < to.size(); ++i)
+    for (size_t k = 0; k < to[i].size(); ++k)
+      if (from[i][k] != to[i][k])
+        dests.insert(to[i][k]);
+  std::vector<Regs> src = from;
   for (size_t i = 0; i < to.size(); ++i) {
     RC c = regClass(types[i]->scalarType());
     for (size_t k = 0; k < from[i].size(); ++k) {
       const std::string &r = from[i][k];
-      if (r == to[i][k]) {
-        tmp[i].push_back(r);
+      if (r == to[i][k] || !dests.count(r))
         continue;
-      }
       std::string t = reg(c);
       ins(std::string(movFor(c)) + " " + t + ", " + r);
-      tmp[i].push_back(t);
+      src[i][k] = t;
     }
   }
   for (size_t i = 0; i < to.size(); ++i) {
     RC c = regClass(types[i]->scalarType());
     for (size_t k = 0; k < to[i].size(); ++k)
-      if (tmp[i][k] != to[i][k])
-        ins(std::string(movFor(c)) + " " + to[i][k] + ", " + tmp[i][k]);
+      if (src[i][k] != to[i][k])
+        ins(std::string(movFor(c)) + " " + to[i][k] + ", " + src[i][k]);
   }
 }
 
