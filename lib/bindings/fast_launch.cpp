@@ -9,12 +9,17 @@
 //  2. Encode the specialisation key as bytes: per parameter what jit.py's
 //     _key distinguishes (a tensor's dtype and 16-byte alignment; an int's
 //     class, equality to 1 and divisibility by 16; bool; float; None; a
-//     constexpr's value, also of a tl.constexpr-wrapped argument), then the
-//     device and the launch options.
+//     constexpr's value, also of a tl.constexpr-wrapped argument; a host
+//     TensorDescriptor's base tensor, its shape and strides as ints, its
+//     block shape and padding), then the device and the launch options.
+//     Each runtime value is a *part* of the call: one per parameter, and a
+//     TensorDescriptor has 1 + rank + rank of them (base, shape, strides), as
+//     jit.py's _key_descriptor flattens it. The key fixes how many parts each
+//     parameter has, so an entry names its kernel arguments by part index.
 //  3. Look the key up. A hit packs the kernel's runtime arguments and
 //     launches on torch's current stream. A miss, or anything this file does
-//     not handle (a CPU tensor, a numpy scalar, an unusual grid), calls
-//     JITFunction.run, which compiles, launches and
+//     not handle (a CPU tensor, a numpy scalar, a tuple, an unusual grid),
+//     calls JITFunction.run, which compiles, launches and
 //     registers the entry (or raises the user's error).
 //
 // Soundness rests on one rule: two calls that encode to the same bytes must
@@ -42,6 +47,9 @@ using runtime::GpuKernel;
 using Kind = KernelParam::Kind;
 
 constexpr size_t kMaxParams = 64;
+// Runtime values of one call: a parameter is one part, a TensorDescriptor
+// 1 + 2 * rank (rank 5 at most when it was made).
+constexpr size_t kMaxParts = 256;
 constexpr size_t kMaxOptions = 32;
 // Past this many specialisations the table starts again from empty (keys
 // that hold fresh objects by identity would otherwise grow it forever).
@@ -59,7 +67,7 @@ struct Param {
 struct Entry {
   std::shared_ptr<GpuKernel> kernel;
   py::object result;                       // what the launch returns (jit's GPUKernel)
-  std::vector<uint16_t> runtimeParams;     // parameter index of each kernel argument
+  std::vector<uint16_t> runtimeParts;      // the call's part of each kernel argument
   std::vector<py::object> keyedByIdentity; // kept alive: their addresses are in the key
 };
 
@@ -108,6 +116,7 @@ struct Launcher {
   py::object jitRef;               // weakref to the JITFunction (its run() is the slow path)
   py::object constexprType;        // tl.constexpr: a wrapped value takes the slow path
   py::object tensorType;           // torch.Tensor, set by the first registration
+  py::object descriptorType;       // tritium.tools.tensor_descriptor.TensorDescriptor, or None
   py::object rawStream;            // torch._C._cuda_getCurrentRawStream, or None
   std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> entries;
   uint64_t hits = 0, misses = 0;
@@ -128,9 +137,15 @@ struct Call {
   size_t numParams = 0;
   PyObject *values[kMaxParams] = {};
   PyObject *options[kMaxOptions] = {};
-  // Written by encode() for every runtime parameter before pack() reads it.
-  uint64_t bits[kMaxParams];  // ints (two's complement), bools, tensor addresses
-  double reals[kMaxParams];   // floats
+  // Written by encode() for every runtime part before pack() reads it: ints
+  // (two's complement), bools, tensor addresses, floats (a double's bits).
+  uint64_t bits[kMaxParts];
+  /// What each part holds (fast_register checks it against the kernel's
+  /// parameter kinds).
+  enum class Part : uint8_t { Other, Tensor, Int, Float, Bool };
+  Part partKind[kMaxParts];
+  uint16_t firstPart[kMaxParams + 1]; // parameter i's parts: [firstPart[i], firstPart[i + 1])
+  size_t numParts = 0;
   int device = -1;
   /// Check every tensor's device, not only the first's (a process that sees
   /// several GPUs): a call mixing devices takes the slow path, which names
@@ -144,6 +159,7 @@ struct Call {
 // Attribute and method names, interned once (bindFastLaunch).
 struct Names {
   PyObject *isCuda, *dataPtr, *dtype, *getDevice, *value, *numel;
+  PyObject *base, *shape, *strides, *blockShape, *padding; // TensorDescriptor's fields
 };
 Names names;
 
@@ -242,9 +258,11 @@ void encodeValue(PyObject *v, Call &c) {
   }
 }
 
-// A tensor argument: dtype (by identity: torch's dtypes are singletons),
-// whether its address is 16-byte aligned, and the device of the first one.
-bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c) {
+// A tensor argument (or a TensorDescriptor's base), as part `i`: dtype (by
+// identity: torch's dtypes are singletons), whether its address is 16-byte
+// aligned, and the device of the first one. `offsetsKeyed`: jit.py gives a
+// tensor of 2^31+ elements 64-bit offsets, a specialisation of its own.
+bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c, bool offsetsKeyed) {
   PyObject *isCuda = PyObject_GetAttr(v, names.isCuda);
   if (!isCuda) {
     PyErr_Clear();
@@ -267,11 +285,14 @@ bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c) {
   }
   // A tensor of 2^31+ elements takes the Python path, which specialises the
   // kernel with 64-bit offsets for it (launcher.needs_int64_offsets).
-  py::object numel = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(v, names.numel));
-  long long count = numel ? PyLong_AsLongLong(numel.ptr()) : -1;
-  if (count < 0 || count >= (1LL << 31)) {
-    PyErr_Clear();
-    return false;
+  if (offsetsKeyed) {
+    py::object numel =
+        py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(v, names.numel));
+    long long count = numel ? PyLong_AsLongLong(numel.ptr()) : -1;
+    if (count < 0 || count >= (1LL << 31)) {
+      PyErr_Clear();
+      return false;
+    }
   }
   if (c.device < 0 || c.checkDevices) {
     py::object dev =
@@ -286,6 +307,7 @@ bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c) {
     c.device = (int)d;
   }
   c.bits[i] = address;
+  c.partKind[i] = Call::Part::Tensor;
   c.key += 't';
   PyObject *dt = dtype.ptr(); // alive: torch holds its dtypes for the process
   appendBytes(c.key, dt);
@@ -310,6 +332,7 @@ bool encodeInt(const Param &p, PyObject *v, size_t i, Call &c) {
     c.key += (s >= INT32_MIN && s <= INT32_MAX) ? 'w' : 'l';
     c.key += (!p.noSpecialize && s % 16 == 0) ? 'D' : 'd';
     c.bits[i] = (uint64_t)s;
+    c.partKind[i] = Call::Part::Int;
     return true;
   }
   if (overflow < 0)
@@ -322,15 +345,110 @@ bool encodeInt(const Param &p, PyObject *v, size_t i, Call &c) {
   c.key += 'u';
   c.key += (!p.noSpecialize && u % 16 == 0) ? 'D' : 'd';
   c.bits[i] = u;
+  c.partKind[i] = Call::Part::Int;
   return true;
+}
+
+// A host TensorDescriptor, as jit.py's _key_descriptor flattens it: its base
+// tensor (dtype, alignment; no 64-bit-offset key: descriptor offsets are
+// 64-bit always), then each shape and stride entry keyed as an int argument
+// of this parameter (do_not_specialize applies), then the block shape and
+// padding by value. The fields are read on every call: a TensorDescriptor is
+// a mutable dataclass. Anything unusual in them (a subclass, a tuple of
+// non-ints, a padding that is not a str) goes to the Python path.
+bool encodeDescriptor(const Launcher &L, const Param &p, PyObject *v, Call &c) {
+  auto field = [v](PyObject *name) {
+    PyObject *r = PyObject_GetAttr(v, name);
+    if (!r)
+      PyErr_Clear();
+    return py::reinterpret_steal<py::object>(r);
+  };
+  py::object base = field(names.base), shape = field(names.shape),
+             strides = field(names.strides), block = field(names.blockShape),
+             padding = field(names.padding);
+  if (!base || !shape || !strides || !block || !padding || !L.tensorType ||
+      !PyObject_TypeCheck(base.ptr(), (PyTypeObject *)L.tensorType.ptr()) ||
+      !PyUnicode_CheckExact(padding.ptr()))
+    return false;
+  c.key += 'X';
+  size_t basePart = c.numParts++;
+  if (!encodeTensor(p, base.ptr(), basePart, c, /*offsetsKeyed=*/false))
+    return false;
+  for (PyObject *seq : {shape.ptr(), strides.ptr()}) {
+    if (!PyList_CheckExact(seq) && !PyTuple_CheckExact(seq))
+      return false;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((size_t)n > kMaxParts - c.numParts)
+      return false;
+    c.key += 'S';
+    appendBytes(c.key, (uint16_t)n);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      if (!PyLong_CheckExact(items[k]))
+        return false; // jit.py would key a bool (True == 1) or an int subclass: the Python path
+      size_t part = c.numParts++;
+      c.partKind[part] = Call::Part::Other; // a constant 1 is no runtime value
+      if (!encodeInt(p, items[k], part, c))
+        return false;
+    }
+  }
+  if (!PyList_CheckExact(block.ptr()) && !PyTuple_CheckExact(block.ptr()))
+    return false;
+  Py_ssize_t rank = PySequence_Fast_GET_SIZE(block.ptr());
+  c.key += 'K';
+  appendBytes(c.key, (uint16_t)rank);
+  PyObject **dims = PySequence_Fast_ITEMS(block.ptr());
+  for (Py_ssize_t k = 0; k < rank; ++k) {
+    int overflow = 0;
+    long long d = PyLong_CheckExact(dims[k]) ? PyLong_AsLongLongAndOverflow(dims[k], &overflow)
+                                             : -1;
+    if (d < 0 || overflow) {
+      PyErr_Clear();
+      return false;
+    }
+    appendBytes(c.key, d);
+  }
+  encodeValue(padding.ptr(), c); // a str: by value
+  return true;
+}
+
+// Whether a part can fill a kernel parameter of this kind (jit.py types an
+// int argument i32/i64/u64, a float fp32, a bool i1, a tensor a pointer).
+bool partFits(Call::Part part, Kind kind) {
+  switch (part) {
+  case Call::Part::Tensor:
+    return kind == Kind::Pointer;
+  case Call::Part::Int:
+    return kind == Kind::Int32 || kind == Kind::UInt32 || kind == Kind::Int64 ||
+           kind == Kind::UInt64;
+  case Call::Part::Float:
+    return kind == Kind::Float32 || kind == Kind::Float64;
+  case Call::Part::Bool:
+    return kind == Kind::Bool;
+  case Call::Part::Other:
+    return false;
+  }
+  return false;
 }
 
 // 2. The key. False: the Python path must handle this call.
 bool encode(const Launcher &L, Call &c) {
   c.key.clear();
+  c.numParts = 0;
   for (size_t i = 0; i < c.numParams; ++i) {
     const Param &p = L.params[i];
     PyObject *v = c.values[i];
+    c.firstPart[i] = (uint16_t)c.numParts;
+    if (!p.isConstexpr && L.descriptorType &&
+        Py_TYPE(v) == (PyTypeObject *)L.descriptorType.ptr()) {
+      if (!encodeDescriptor(L, p, v, c))
+        return false;
+      continue;
+    }
+    if (c.numParts == kMaxParts)
+      return false;
+    size_t part = c.numParts++;
+    c.partKind[part] = Call::Part::Other;
     if (L.constexprType && PyObject_TypeCheck(v, (PyTypeObject *)L.constexprType.ptr())) {
       // tl.constexpr(x) makes any parameter a constexpr, as in jit.py (the
       // autotuner passes its configs' values so).
@@ -350,20 +468,24 @@ bool encode(const Launcher &L, Call &c) {
       c.key += 'N';
     } else if (PyBool_Check(v)) {
       c.key += 'B';
-      c.bits[i] = v == Py_True;
+      c.bits[part] = v == Py_True;
+      c.partKind[part] = Call::Part::Bool;
     } else if (PyLong_Check(v)) {
-      if (!encodeInt(p, v, i, c))
+      if (!encodeInt(p, v, part, c))
         return false;
     } else if (PyFloat_Check(v)) {
       c.key += 'R';
-      c.reals[i] = PyFloat_AS_DOUBLE(v);
+      double x = PyFloat_AS_DOUBLE(v);
+      std::memcpy(&c.bits[part], &x, sizeof x);
+      c.partKind[part] = Call::Part::Float;
     } else if (L.tensorType && PyObject_TypeCheck(v, (PyTypeObject *)L.tensorType.ptr())) {
-      if (!encodeTensor(p, v, i, c))
+      if (!encodeTensor(p, v, part, c, /*offsetsKeyed=*/true))
         return false;
     } else {
       return false;
     }
   }
+  c.firstPart[c.numParams] = (uint16_t)c.numParts;
   if (c.device < 0)
     return false; // no GPU tensor: the executor, or an error, in Python
   c.key += '@';
@@ -424,15 +546,18 @@ py::object callGrid(const Launcher &L, PyObject *grid, const Call &c) {
 // The kernel's runtime arguments, in its parameter order.
 void pack(const Entry &e, const Call &c, ArgSlot *slots) {
   const auto &kparams = e.kernel->params();
-  for (size_t j = 0; j < e.runtimeParams.size(); ++j) {
-    size_t i = e.runtimeParams[j];
+  for (size_t j = 0; j < e.runtimeParts.size(); ++j) {
+    size_t i = e.runtimeParts[j];
     Kind kind = kparams[j].kind;
     ArgSlot s;
     switch (kind) {
     case Kind::Float32:
-    case Kind::Float64:
-      s = runtime::packFloat(kind, c.reals[i]);
+    case Kind::Float64: {
+      double x;
+      std::memcpy(&x, &c.bits[i], sizeof x);
+      s = runtime::packFloat(kind, x);
       break;
+    }
     case Kind::Int32:
     case Kind::UInt32: {
       uint32_t x = (uint32_t)c.bits[i];
@@ -533,9 +658,9 @@ PyObject *fastLaunch(PyObject *, PyObject *const *args, Py_ssize_t nargsf, PyObj
     ++L.hits;
     if (g[0] == 0 || g[1] == 0 || g[2] == 0)
       return Py_NewRef(e.result.ptr());
-    ArgSlot slots[kMaxParams];
+    ArgSlot slots[kMaxParts];
     pack(e, c, slots);
-    size_t n = e.runtimeParams.size();
+    size_t n = e.runtimeParts.size();
     uint64_t stream = streamOf(L, c);
     if (L.dryRun) {
       L.last = LastLaunch{{g[0], g[1], g[2]}, stream, c.device, {}, e.result};
@@ -586,16 +711,22 @@ void bindFastLaunch(py::module_ &m) {
   cudaErrorType = m.attr("CudaError").ptr();
   names = {PyUnicode_InternFromString("is_cuda"), PyUnicode_InternFromString("data_ptr"),
            PyUnicode_InternFromString("dtype"), PyUnicode_InternFromString("get_device"),
-           PyUnicode_InternFromString("value"), PyUnicode_InternFromString("numel")};
+           PyUnicode_InternFromString("value"), PyUnicode_InternFromString("numel"),
+           PyUnicode_InternFromString("base"), PyUnicode_InternFromString("shape"),
+           PyUnicode_InternFromString("strides"), PyUnicode_InternFromString("block_shape"),
+           PyUnicode_InternFromString("padding")};
   m.add_object("fast_launch", py::reinterpret_steal<py::object>(
                                   PyCFunction_NewEx(&fastLaunchDef, nullptr, m.ptr())));
 
   m.def(
       "fast_launcher_new",
-      [](py::object jitRef, py::list params, py::list options, py::object constexprType) {
+      [](py::object jitRef, py::list params, py::list options, py::object constexprType,
+         py::object descriptorType) {
         auto *L = new Launcher;
         L->jitRef = std::move(jitRef);
         L->constexprType = std::move(constexprType);
+        if (PyType_Check(descriptorType.ptr()))
+          L->descriptorType = std::move(descriptorType);
         if (params.size() > kMaxParams || options.size() > kMaxOptions) {
           delete L;
           throw py::value_error("a kernel launched through the fast path has at most " +
@@ -625,15 +756,17 @@ void bindFastLaunch(py::module_ &m) {
         });
       },
       py::arg("jit_ref"), py::arg("params"), py::arg("options"), py::arg("constexpr_type"),
+      py::arg("descriptor_type") = py::none(),
       "A fast launcher for one @jit function. jit_ref: a weakref to it; params: "
       "[(name, is_constexpr, do_not_specialize, do_not_specialize_on_alignment, has_default, "
-      "default)]; options: the launch option names.");
+      "default)]; options: the launch option names; descriptor_type: the host TensorDescriptor "
+      "class (its instances, exactly, launch from C++; None: they take the Python path).");
 
   m.def(
       "fast_register",
       [](py::capsule cap, py::tuple args, py::dict kwargs, py::object result,
-         std::shared_ptr<GpuKernel> kernel, std::vector<int> runtimeParams,
-         py::object tensorType, py::object rawStream) {
+         std::shared_ptr<GpuKernel> kernel, py::list runtimeParams, py::object tensorType,
+         py::object rawStream) {
         Launcher &L = *launcherOf(cap.ptr());
         if (!L.tensorType) {
           L.tensorType = tensorType;
@@ -652,23 +785,33 @@ void bindFastLaunch(py::module_ &m) {
         py::object kwnames;
         if (!keyOf(L, args, kwargs, c, flat, kwnames))
           return false;
-        if (runtimeParams.size() != kernel->params().size())
+        if (runtimeParams.size() != kernel->params().size() ||
+            runtimeParams.size() > kMaxParts)
           return false;
-        // Each kernel argument must come from a parameter whose key says
-        // what the kernel takes (so pack() reads the right bits).
+        // Each kernel argument must come from a part whose key says what
+        // the kernel takes (so pack() reads the right bits). Raw-byte
+        // parameters go through the slow path, which keeps their bytes
+        // alive for the launch.
+        std::vector<uint16_t> parts;
         for (size_t j = 0; j < runtimeParams.size(); ++j) {
-          int i = runtimeParams[j];
-          if (i < 0 || (size_t)i >= c.numParams || L.params[i].isConstexpr)
+          py::handle h = runtimeParams[j];
+          long long i = -1, k = 0;
+          if (PyLong_Check(h.ptr())) {
+            i = h.cast<long long>();
+          } else {
+            auto t = h.cast<py::tuple>();
+            if (t.size() != 2)
+              return false;
+            i = t[0].cast<long long>();
+            k = t[1].cast<long long>();
+          }
+          if (i < 0 || (size_t)i >= c.numParams || L.params[i].isConstexpr || k < 0 ||
+              k >= c.firstPart[i + 1] - c.firstPart[i])
             return false;
-          PyObject *v = c.values[i];
-          // Raw-byte parameters (descriptors) go through the slow path,
-          // which keeps their bytes alive for the launch.
-          if (kernel->params()[j].kind == Kind::Bytes)
+          size_t part = c.firstPart[i] + k;
+          if (!partFits(c.partKind[part], kernel->params()[j].kind))
             return false;
-          bool isPtr = kernel->params()[j].kind == Kind::Pointer;
-          bool isTensor = PyObject_TypeCheck(v, (PyTypeObject *)L.tensorType.ptr());
-          if (isPtr != isTensor || v == Py_None)
-            return false;
+          parts.push_back((uint16_t)part);
         }
         // Entries installed under other values of the environment were
         // built for them: dropped.
@@ -679,8 +822,7 @@ void bindFastLaunch(py::module_ &m) {
         Entry e;
         e.kernel = std::move(kernel);
         e.result = std::move(result);
-        for (int i : runtimeParams)
-          e.runtimeParams.push_back((uint16_t)i);
+        e.runtimeParts = std::move(parts);
         for (PyObject *o : c.identity)
           e.keyedByIdentity.push_back(py::reinterpret_borrow<py::object>(o));
         L.entries[c.key] = std::move(e);
@@ -690,7 +832,9 @@ void bindFastLaunch(py::module_ &m) {
       py::arg("kernel"), py::arg("runtime_params"), py::arg("tensor_type"),
       py::arg("raw_stream"),
       "Registers the specialisation that (args, kwargs) select: `kernel` (a GpuKernel) "
-      "launched with the parameters runtime_params, returning `result`. False when the "
+      "launched with runtime_params, returning `result`. runtime_params: per kernel "
+      "argument, a parameter index or (parameter index, part), where a TensorDescriptor's "
+      "parts are its base (0), shape (1..rank) and strides (rank+1..2*rank). False when the "
       "fast path cannot handle such a call.");
 
   m.def(

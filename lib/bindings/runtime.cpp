@@ -258,7 +258,28 @@ void bindRuntime(py::module_ &m) {
           py::arg("args"), py::arg("check_pointers") = true,
           "Launches on the grid (gx, gy, gz) with num_warps*32 threads on `stream` (an "
           "integer CUstream; 0 = the default stream) of `device`. args: one per "
-          "parameter (pointers as GPU tensors with data_ptr() or integer addresses).");
+          "parameter (pointers as GPU tensors with data_ptr() or integer addresses).")
+      .def(
+          "pack_args",
+          [](const GpuKernel &k, py::sequence args) {
+            if (args.size() != k.params().size())
+              throw py::type_error("kernel '" + k.name() + "' takes " +
+                                   std::to_string(k.params().size()) + " arguments, got " +
+                                   std::to_string(args.size()));
+            py::list out;
+            for (size_t i = 0; i < args.size(); ++i) {
+              ArgSlot slot = convertArg(k, i, args[i], false);
+              if (slot.data)
+                out.append(py::bytes(static_cast<const char *>(slot.data), k.params()[i].bytes));
+              else
+                out.append(slot.bits);
+            }
+            return out;
+          },
+          py::arg("args"),
+          "What launch() would pass for `args`, without launching: per parameter its slot's "
+          "bits (an int), or a raw-bytes parameter's bytes. Tests compare it with the fast "
+          "path's dry run.");
 }
 
 } // namespace tritium::bindings

@@ -220,7 +220,7 @@ def test_host_descriptor_matmul_torch_cpu():
 
 def test_host_descriptor_specialisation():
     # Shape and strides specialise like int arguments: a new shape that keeps the key reuses the
-    # kernel, and a descriptor argument never takes the C++ fast path.
+    # kernel (test_fast_launch.py checks the C++ fast path's key of a descriptor against this one).
     @triton.jit
     def kern(xd, out):
         v = xd.load([0, 0])

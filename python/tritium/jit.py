@@ -153,7 +153,8 @@ class JITFunction:
                   for p in self.params]
         try:
             self._fast = load_C().fast_launcher_new(weakref.ref(self), params,
-                                                    self._launch_options, constexpr)
+                                                    self._launch_options, constexpr,
+                                                    TensorDescriptor)
         except ValueError:  # over 64 parameters: every launch takes the Python path
             self._fast = False
         return self._fast
@@ -162,21 +163,17 @@ class JITFunction:
         """Lets the C++ fast path launch `kernel` for calls like this one."""
         if not self._fast or kernel.metadata.get("bounds_check"):
             return
-        if any(entry[1] == "group" for entry in spec):
-            return  # a TensorDescriptor argument: several kernel arguments, the Python path
+        if any(entry[1] == "group" and type(entry[2]) is not DescriptorParam for entry in spec):
+            return  # a tuple argument: the Python path
         if any(entry[1] == "ptr" and len(entry) > 4 for entry in spec):
             return  # a tensor of 2^31+ elements: 64-bit offsets, the Python path
-        torch = sys.modules.get("torch")
-        if torch is None:
+        hooks = _fast_torch_hooks()
+        if hooks is None:
             return
         kw = dict(kwargs)
         kw.update(options)
-        runtime = [i for i, entry in enumerate(spec) if entry[1] != "const"]
-        # The fast path launches on what this returns: torch's current stream, so that a launch
-        # inside torch.cuda.graph capture is captured (stream 0 would break the capture).
-        current = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _cuda.current_stream
-        load_C().fast_register(self._fast, tuple(args), kw, kernel, kernel.gpu_kernel(), runtime,
-                               torch.Tensor, current)
+        load_C().fast_register(self._fast, tuple(args), kw, kernel, kernel.gpu_kernel(),
+                               _runtime_parts(self.params, spec), *hooks)
 
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles the specialisation these arguments select, without running."""
@@ -395,6 +392,36 @@ def _fast_launch():
     global _FAST_LAUNCH
     _FAST_LAUNCH = load_C().fast_launch
     return _FAST_LAUNCH
+
+
+def _fast_torch_hooks():
+    """What the fast path takes from torch (None when it is not imported): the tensor type, and
+    the function that gives the stream to launch on, torch's current stream, so that a launch
+    inside torch.cuda.graph capture is captured (stream 0 would break the capture)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    current = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _cuda.current_stream
+    return torch.Tensor, current
+
+
+def _runtime_parts(params, spec):
+    """Where each kernel argument of a specialisation comes from, for the fast path:
+    (parameter index, part), part 0 being the parameter's value or a TensorDescriptor's base,
+    parts 1.. its shape then its strides (constants included). A descriptor's entries in
+    `spec` are its parts, then the "group" entry under the parameter's own name."""
+    out = []
+    i = part = 0
+    for entry in spec:
+        if entry[0] == params[i].name:  # the parameter's own entry (or its group): the last
+            if entry[1] not in ("const", "group"):
+                out.append((i, 0))
+            i, part = i + 1, 0
+        else:  # a part of a descriptor
+            if entry[1] != "const":
+                out.append((i, part))
+            part += 1
+    return out
 
 
 def _params(spec):
