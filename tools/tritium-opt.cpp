@@ -232,7 +232,9 @@ std::string readInput(const std::string &path) {
 
 /// The PTX of every kernel of `m` as one PTX module: the first kernel's
 /// header (.version, .target, .address_size) and the shared-memory
-/// declaration once, so that ptxas assembles the whole.
+/// declaration once, so that ptxas assembles the whole. The .version is the
+/// highest any kernel asked for (a kernel with sm_90 vector atomics needs
+/// PTX 8.1).
 std::string emitPTX(Module &m, const PipelineOptions &opts, PassStats &stats) {
   PipelineInput input =
       isGPUIR(m) ? PipelineInput::GPUIR : PipelineInput::OptimizedTileIR;
@@ -247,7 +249,7 @@ std::string emitPTX(Module &m, const PipelineOptions &opts, PassStats &stats) {
     throw UserError("--emit-ptx: no kernel (a function with kernel = true) "
                     "in the module",
                     {});
-  std::string out;
+  std::string out, version;
   bool haveShared = false;
   for (size_t k = 0; k < kernels.size(); ++k) {
     CompileResult r = compileKernel(m, kernels[k], opts, input);
@@ -260,12 +262,18 @@ std::string emitPTX(Module &m, const PipelineOptions &opts, PassStats &stats) {
                     line.rfind(".target", 0) == 0 ||
                     line.rfind(".address_size", 0) == 0;
       bool shared = line.rfind(".extern .shared", 0) == 0;
+      // "8.1" > "8.0": one digit each side of the point, compared as text.
+      if (line.rfind(".version", 0) == 0 && line > version)
+        version = line;
       if ((header && k > 0) || (shared && haveShared))
         continue;
       haveShared |= shared;
       out += line + "\n";
     }
   }
+  size_t at = out.find(".version");
+  if (at != std::string::npos)
+    out.replace(at, out.find('\n', at) - at, version);
   return out;
 }
 

@@ -163,6 +163,14 @@ struct Demand {
       all(val);
       return;
     }
+    case OpCode::AtomicRMW: {
+      int v = atomicVectorWidth(e, op);
+      leaders(op.operand(0), v);
+      if (op.numOperands() > 2)
+        leaders(op.operand(2), v);
+      all(op.operand(1));
+      return;
+    }
     case OpCode::AsyncCopyGlobalToLocal: {
       int v = asyncCopyWidth(e, op);
       leaders(op.operand(0), v);

@@ -350,6 +350,24 @@ std::string nativeAtom(Emitter &e, const std::string &kind, const Type *elem) {
   return "";
 }
 
+} // namespace
+
+int atomicVectorWidth(Emitter &e, const Operation &op) {
+  if (op.code() != OpCode::AtomicRMW || op.strAttr("kind") != "add" ||
+      e.opts.target.sm < 90)
+    return 1;
+  Value *ptr = op.operand(0), *val = op.operand(1);
+  Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  if (!val->type()->isTensor())
+    return 1;
+  DType t = val->type()->scalarType()->dtype();
+  if (t != DType::FP32 && t != DType::FP16 && t != DType::BF16)
+    return 1;
+  return globalVectorWidth(e, ptr, mask, gpu::storageBytes(Type::scalar(t)));
+}
+
+namespace {
+
 OpCode combineOf(const std::string &kind, const Type *elem) {
   bool f = isFloat(elem->dtype());
   bool s = isSigned(elem->dtype());
@@ -428,11 +446,66 @@ void shareResult(Emitter &e, Operation &op, Regs res) {
   e.bind(op.result(0), {d});
 }
 
+/// sm_90's vector float adds (PTX 8.1): `atom.global.add.v4.f32` and
+/// `.add.noftz.v8.bf16` add up to 16 bytes of consecutive elements in one
+/// instruction (atomic per element, as Triton lowers them on Hopper). The
+/// value's registers come in groups of `v` consecutive elements, each under
+/// its first element's pointer and guard.
+void emitVectorAtomicAdd(Emitter &e, Operation &op, int v) {
+  Value *ptr = op.operand(0), *val = op.operand(1);
+  Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  const Type *elem = val->type()->scalarType();
+  const Regs &pr = e.regs(ptr), &vr = e.regs(val);
+  const Regs *mr = mask ? &e.regs(mask) : nullptr;
+  std::string owner = e.ownerPred(ptr->type());
+  std::string sem = semScope(op);
+  std::string vec = ".v" + std::to_string(v);
+  std::string add = elem->dtype() == DType::FP32   ? "add" + vec + ".f32"
+                    : elem->dtype() == DType::FP16 ? "add.noftz" + vec + ".f16"
+                                                   : "add.noftz" + vec + ".bf16";
+  // No one reads the old values: `red` where PTX has it (relaxed and
+  // release); an acquire must stay an atom.
+  bool red = !hasUses(e.fn, op.result(0)) &&
+             (sem.rfind(".relaxed", 0) == 0 || sem.rfind(".release", 0) == 0);
+  RC rc = regClass(elem);
+  int eb = (int)gpu::storageBytes(elem);
+  int n = (int)pr.size();
+  int site = e.accessSite(op, ptr, "atomic", eb);
+  e.noteAccess(op, red ? "red.global" : "atom.global", eb, v, n / v);
+  e.needPtxVersion(81);
+  Regs res;
+  for (int g = 0; g < n; g += v) {
+    std::string p = e.checkAccess(site, pr[g], v * eb, guardOf(e, mr, g, owner));
+    std::string guard = p.empty() ? "" : "@" + p + " ";
+    Regs vals(vr.begin() + g, vr.begin() + g + v);
+    std::string instr = ".global." + add;
+    if (red) {
+      e.ins(guard + "red" + sem + instr + " [" + pr[g] + "], " + list(vals));
+      continue;
+    }
+    Regs d;
+    for (int k = 0; k < v; ++k) {
+      d.push_back(e.reg(rc));
+      e.ins(std::string(movFor(rc)) + " " + d.back() + ", " + zeroOf(rc));
+    }
+    e.ins(guard + "atom" + sem + instr + " " + list(d) + ", [" + pr[g] +
+          "], " + list(vals));
+    res.insert(res.end(), d.begin(), d.end());
+  }
+  if (red)
+    return; // the result is never read: nothing to bind
+  shareResult(e, op, std::move(res));
+}
+
 void emitAtomicRMW(Emitter &e, Operation &op) {
   Value *ptr = op.operand(0), *val = op.operand(1);
   Value *mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
   const Type *elem = val->type()->scalarType();
   checkAtomicType(e, op, elem);
+  if (int v = atomicVectorWidth(e, op); v > 1) {
+    emitVectorAtomicAdd(e, op, v);
+    return;
+  }
   const std::string &kind = op.strAttr("kind");
   const Regs &pr = e.regs(ptr), &vr = e.regs(val);
   const Regs *mr = mask ? &e.regs(mask) : nullptr;

@@ -8,7 +8,11 @@
 //     warp writes its partial per output element; the K partials of each
 //     element are combined by K consecutive lanes with butterfly shuffles
 //     (one thread per partial, as few registers as possible while the
-//     operand is live); every thread then reads the results it holds.
+//     operand is live); every thread then reads the results it holds. When
+//     the K consecutive lanes of every warp hold the same elements (a row
+//     reduced to a scalar), every warp runs that butterfly itself and keeps
+//     the result in registers: one barrier fewer. Up to 4 warps, every
+//     thread reads all K partials instead.
 // The result's layout is the slice of the operand's along the axis, so each
 // thread then holds exactly the outputs of the rows it took part in.
 //
@@ -159,6 +163,26 @@ struct ReduceCtx {
 // alike for softmax at 4 warps; at 8 reading all raised softmax 4096's
 // registers from 35 to 42 (occupancy 75% -> 62.5%).
 constexpr int64_t kReadAllMaxWarps = 4;
+
+/// Whether stage B'' applies: the lanes that differ in their low log2(K)
+/// bits hold the same output elements (their bases run along the axis or
+/// are copies), so K consecutive lanes can butterfly the K partials of an
+/// element each of them holds; and no thread has more elements to combine
+/// (`keys`) than B's rounds, so it shuffles no more than B does.
+bool butterflyInEveryWarp(const gpu::LinearLayout &ll, int axis, int64_t K,
+                          size_t keys, int64_t rounds) {
+  if (K > 32 || (int64_t)keys > rounds)
+    return false;
+  for (int64_t i = 0; (int64_t(1) << i) < K; ++i) {
+    if (i >= (int64_t)ll.lane().size())
+      return false;
+    const gpu::Basis &b = ll.lane()[i];
+    for (size_t d = 0; d < b.size(); ++d)
+      if ((int)d != axis && b[d] != 0)
+        return false;
+  }
+  return true;
+}
 
 bool emitReduce(Emitter &e, Operation &op) {
   if (op.code() != OpCode::Reduce)
@@ -332,6 +356,38 @@ bool emitReduce(Emitter &e, Operation &op) {
         for (int64_t k = 1; k < K; ++k)
           acc = c.combine(acc, parts[k]);
         groups[key] = acc;
+      }
+    } else if (butterflyInEveryWarp(ll, axis, K, keyOrder.size(),
+                                    (P + e.numWarps * 32 - 1) /
+                                        (e.numWarps * 32))) {
+      // B''. Lane l of every warp reads partial l % K of each element it
+      //     holds and K-1 butterfly steps combine them, so every lane ends
+      //     with the result: no second barrier and shared round trip. The
+      //     bits are B's (the same partial in the same place of the same
+      //     butterfly; each step is commutative).
+      std::string lk = e.reg(RC::B32), sl = e.reg(RC::B32), rd = e.reg(RC::B32),
+                  ri = e.reg(RC::B32);
+      e.ins("and.b32 " + lk + ", " + e.lane() + ", " + std::to_string(K - 1));
+      e.ins("mad.lo.s32 " + sl + ", " + thrOut + ", " + std::to_string(K) + ", " + lk);
+      e.ins("mad.lo.s32 " + rd + ", " + sl + ", " + std::to_string(ab) + ", " + base);
+      if (c.arg)
+        e.ins("mad.lo.s32 " + ri + ", " + sl + ", 4, " + base);
+      for (auto &key : keyOrder) {
+        int64_t off = offsetOf(key) * K;
+        Acc p{e.reg(rc), ""};
+        e.ins("ld.shared." + st + " " + p.v + ", [" + rd + "+" + std::to_string(off * ab) + "]");
+        if (c.arg) {
+          p.idx = e.reg(RC::B32);
+          e.ins("ld.shared.b32 " + p.idx + ", [" + ri + "+" +
+                std::to_string(idxOff + off * 4) + "]");
+        }
+        for (int64_t m = 1; m < K; m <<= 1) {
+          Acc o{c.shuffle(p.v, rc, (int)m), ""};
+          if (c.arg)
+            o.idx = c.shuffle(p.idx, RC::B32, (int)m);
+          p = c.combine(p, o);
+        }
+        groups[key] = p;
       }
     } else {
       // B. Thread t combines the K partials of element t / K with K-1

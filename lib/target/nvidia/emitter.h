@@ -30,6 +30,7 @@
 #include "tritium/gpu/shared_memory.h"
 #include "tritium/target/nvidia/ptx.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -68,6 +69,9 @@ public:
   /// Code that runs once at kernel entry (thread ids, per-layout thread
   /// coordinates), so that loops do not recompute it.
   void pro(const std::string &s) { prologue_ << "\t" << s << ";\n"; }
+  /// The kernel uses an instruction of PTX ISA `v` (81 = 8.1) or later:
+  /// `.version` becomes at least that (the target's own version otherwise).
+  void needPtxVersion(int v) { ptxVersion_ = std::max(ptxVersion_, v); }
 
   // ---- registers and values
   // ----------------------------------------------------
@@ -213,6 +217,7 @@ private:
   std::map<Value *, Regs> values_;
   std::map<Value *, std::vector<char>> demand_;
   bool demandComputed_ = false;
+  int ptxVersion_ = 0;
   std::string tid_, lane_, warp_;
   std::map<std::string, std::string> threadLinearCache_, ownerCache_;
   std::string smemBase_;
@@ -287,6 +292,9 @@ Regs moveThroughShared(Emitter &e, const Operation &op, const Type *src,
 /// Elements per global access of a tensor of pointers (layout, axis info,
 /// the mask's constancy; at most 16 bytes).
 int globalVectorWidth(Emitter &e, Value *ptr, Value *mask, int64_t eb);
+/// Elements per instruction of a tt.atomic_rmw: a float add on sm_90 takes
+/// as many as a load would (atom.global.add.v4.f32), any other atomic 1.
+int atomicVectorWidth(Emitter &e, const Operation &op);
 /// The elements per access of a ttg.async_copy_global_to_local (1 when it
 /// is copied element by element); prints nothing.
 int asyncCopyWidth(Emitter &e, Operation &op);
