@@ -160,8 +160,43 @@ struct Call {
 struct Names {
   PyObject *isCuda, *dataPtr, *dtype, *getDevice, *value, *numel;
   PyObject *base, *shape, *strides, *blockShape, *padding; // TensorDescriptor's fields
+  PyObject *isContiguous, *stride; // a strided view's footprint
 };
 Names names;
+
+/// Whether a strided view reaches fewer than 2^31 elements from its address
+/// (launcher._footprint_end): a contiguous tensor reaches its numel; a
+/// view's positive strides may reach much further than its element count
+/// (a column of a huge matrix). False when the tensor cannot say.
+bool footprintBelow2to31(PyObject *v) {
+  py::object contiguous =
+      py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(v, names.isContiguous));
+  if (!contiguous)
+    return false;
+  if (contiguous.ptr() == Py_True)
+    return true;
+  py::object shape = py::reinterpret_steal<py::object>(PyObject_GetAttr(v, names.shape));
+  py::object strides =
+      py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(v, names.stride));
+  if (!shape || !strides || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()) ||
+      PyTuple_GET_SIZE(shape.ptr()) != PyTuple_GET_SIZE(strides.ptr()))
+    return false;
+  long long reach = 1;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape.ptr()); ++i) {
+    long long n = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), i));
+    long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(strides.ptr(), i));
+    if ((n == -1 || st == -1) && PyErr_Occurred())
+      return false;
+    if (n == 0)
+      return true; // an empty view touches nothing
+    if (st > 0) {
+      if (n - 1 > ((1LL << 31) - reach) / st)
+        return false; // reaches 2^31 (and no overflow on the way)
+      reach += (n - 1) * st;
+    }
+  }
+  return reach < (1LL << 31);
+}
 
 Launcher *launcherOf(PyObject *capsule) {
   auto *l = static_cast<Launcher *>(PyCapsule_GetPointer(capsule, kCapsuleName));
@@ -289,7 +324,7 @@ bool encodeTensor(const Param &p, PyObject *v, size_t i, Call &c, bool offsetsKe
     py::object numel =
         py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(v, names.numel));
     long long count = numel ? PyLong_AsLongLong(numel.ptr()) : -1;
-    if (count < 0 || count >= (1LL << 31)) {
+    if (count < 0 || count >= (1LL << 31) || !footprintBelow2to31(v)) {
       PyErr_Clear();
       return false;
     }
@@ -714,7 +749,8 @@ void bindFastLaunch(py::module_ &m) {
            PyUnicode_InternFromString("value"), PyUnicode_InternFromString("numel"),
            PyUnicode_InternFromString("base"), PyUnicode_InternFromString("shape"),
            PyUnicode_InternFromString("strides"), PyUnicode_InternFromString("block_shape"),
-           PyUnicode_InternFromString("padding")};
+           PyUnicode_InternFromString("padding"),
+           PyUnicode_InternFromString("is_contiguous"), PyUnicode_InternFromString("stride")};
   m.add_object("fast_launch", py::reinterpret_steal<py::object>(
                                   PyCFunction_NewEx(&fastLaunchDef, nullptr, m.ptr())));
 

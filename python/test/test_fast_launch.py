@@ -59,6 +59,10 @@ class FakeTensor:
     def stride(self):
         return self._strides
 
+    def is_contiguous(self):
+        return self._strides == tuple(int(np.prod(self.shape[i + 1:]))
+                                      for i in range(len(self.shape)))
+
     def element_size(self):
         return int(self.dtype.typestr[2:])
 
@@ -121,6 +125,28 @@ def test_a_tensor_of_2_31_elements_takes_the_python_path(launcher):
     below = FakeTensor(0x30000, numel=2 ** 31 - 1)
     assert add[(8,)](below, FakeTensor(0x40000), 2001, 2.0, BLOCK=128, num_warps=4) == "result"
     assert len(slow.calls) == 1
+
+
+def test_a_strided_view_reaching_2_31_elements_takes_the_python_path(launcher):
+    """A column of a 2^16 x 2^16 matrix has 2^16 elements but reaches 2^32 - 2^16 + 1 from its
+    address: its offsets need 64 bits (launcher.needs_int64_offsets on the Python path reads the
+    footprint, not the count), so the fast path must not launch the 32-bit kernel with it. A
+    view whose reach stays below 2^31, and a contiguous tensor, stay on the fast path."""
+    fast, slow = launcher
+    column = FakeTensor(0x30000, numel=2 ** 16, shape=(2 ** 16,), strides=(2 ** 16,))
+    assert not column.is_contiguous()
+    assert add[(8,)](column, FakeTensor(0x40000), 2001, 2.0, BLOCK=128, num_warps=4) == "slow"
+    assert len(slow.calls) == 1
+    # Reach 2^15 * 2^16 + 1 = 2^31 + 1: the Python path; one row fewer, 2^31 - 2^16 + 1: fast.
+    over = FakeTensor(0x30000, numel=2 ** 15 + 1, shape=(2 ** 15 + 1,), strides=(2 ** 16,))
+    assert add[(8,)](over, FakeTensor(0x40000), 2001, 2.0, BLOCK=128, num_warps=4) == "slow"
+    assert len(slow.calls) == 2
+    below = FakeTensor(0x30000, numel=2 ** 15, shape=(2 ** 15,), strides=(2 ** 16,))
+    assert add[(8,)](below, FakeTensor(0x40000), 2001, 2.0, BLOCK=128, num_warps=4) == "result"
+    assert len(slow.calls) == 2
+    empty = FakeTensor(0x30000, numel=0, shape=(0, 2 ** 20), strides=(2 ** 20, 1))
+    assert add[(8,)](empty, FakeTensor(0x40000), 2001, 2.0, BLOCK=128, num_warps=4) == "result"
+    assert len(slow.calls) == 2
 
 
 def test_registered_call_launches_from_cpp(launcher):

@@ -70,3 +70,25 @@ def test_loop_carried_offsets_past_2_31(big):
     _carried_sum[(1,)](big, out, first, steps, BLOCK=BLOCK)
     assert torch.equal(out, torch.full_like(out, 1 + 2 + 3 + 4))
     big[start:start + steps * BLOCK] = 0
+
+
+def test_strided_view_reaching_past_2_31(big):
+    """A view of 2^15 + 1 rows 65536 elements apart has 2^21 + 64 elements but reaches 2^31 + 64
+    from its address. After a small tensor has put _row_sum's int32 specialisation on the fast
+    path, the view must not take it (the fast path counted elements; it now reads the view's
+    footprint and sends it to the Python path, which specialises with 64-bit offsets)."""
+    stride, COLS = 65536, 64
+    small = torch.ones(4 * stride, dtype=torch.int8, device="cuda")
+    out = torch.zeros(2, dtype=torch.int32, device="cuda")
+    for _ in range(2):
+        _row_sum[(2,)](small, out, stride, 1, COLS=COLS)
+    np.testing.assert_array_equal(out.cpu().numpy(), [COLS, COLS])
+    row0 = (2 ** 31) // stride
+    big[row0 * stride:row0 * stride + COLS] = 3
+    big[(row0 - 1) * stride:(row0 - 1) * stride + COLS] = 5
+    view = big.as_strided((row0 + 1, COLS), (stride, 1))
+    assert view.numel() < 2 ** 31 and not view.is_contiguous()
+    for _ in range(2):
+        out.fill_(-1)
+        _row_sum[(2,)](view, out, stride, row0 - 1, COLS=COLS)
+        np.testing.assert_array_equal(out.cpu().numpy(), [5 * COLS, 3 * COLS])
