@@ -251,6 +251,91 @@ def test_cuda_target_compiles_for_the_gpu(mods):
     assert surface_kernels.compile_stats["compiles"] == before + 2
 
 
+_FRESH_KERNEL = """
+import tritium.language as tl
+from tritium.inductor.jit import jit
+
+@jit
+def {name}(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+"""
+
+
+def _fresh_kernel(tmp_path, name):
+    """A surface @jit function of a module of its own (nothing about it cached yet)."""
+    import importlib.util  # noqa: PLC0415
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(_FRESH_KERNEL.format(name=name))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+def _fresh_source(mods, fn):
+    ASTSource = mods["triton.compiler.compiler"].ASTSource
+    return ASTSource(fn, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64},
+                     {(0,): [["tt.divisibility", 16]]})
+
+
+def test_cuda_compile_reads_the_kernel_source_once(mods, tmp_path, monkeypatch):
+    """A surface @jit function reads its source when it is made (Inductor reads `src`); the
+    compile (cache key, code generator) takes it from there instead of reading and
+    tokenizing the file again."""
+    import inspect  # noqa: PLC0415
+
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path / "cache"))
+    fn = _fresh_kernel(tmp_path, "_read_once_kernel")
+    reads = []
+    real = inspect.getsourcelines
+
+    def counted(obj):
+        reads.append(obj)
+        return real(obj)
+
+    monkeypatch.setattr(inspect, "getsourcelines", counted)
+    GPUTarget = mods["triton.backends.compiler"].GPUTarget
+    k = mods["triton"].compile(_fresh_source(mods, fn), target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": 1})
+    assert ".target sm_90a" in k.asm["ptx"]
+    assert [getattr(o, "__name__", o) for o in reads] == []
+
+
+def test_cuda_compile_does_not_wait_for_the_cache_store(mods, tmp_path, monkeypatch):
+    """The kernel of a GPU compile is handed to Inductor as soon as it is made: the write of
+    its disk-cache entry follows on the compile thread."""
+    import threading  # noqa: PLC0415
+
+    from tritium.runtime import cache as disk_cache  # noqa: PLC0415
+
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path / "cache"))
+    release, stored = threading.Event(), threading.Event()
+    real_put = disk_cache.KernelCache.put
+
+    def slow_put(self, key, blobs):
+        release.wait(60)
+        out = real_put(self, key, blobs)
+        stored.set()
+        return out
+
+    monkeypatch.setattr(disk_cache.KernelCache, "put", slow_put)
+    fn = _fresh_kernel(tmp_path, "_store_after_kernel")
+    GPUTarget = mods["triton.backends.compiler"].GPUTarget
+    k = mods["triton"].compile(_fresh_source(mods, fn), target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": 1})
+    try:
+        gpu = k.__dict__["_future"].result(timeout=20)
+        assert not stored.is_set()
+    finally:
+        release.set()
+    assert gpu.name == "_store_after_kernel" and k.gpu is gpu
+    assert stored.wait(60)
+    entries = [f for _, _, files in os.walk(tmp_path / "cache") for f in files]
+    assert len(entries) == 1 and entries[0].endswith(".tkc")
+
+
 def test_other_backends_and_launch_options_are_clear_errors(mods):
     GPUTarget = mods["triton.backends.compiler"].GPUTarget
     with pytest.raises(NotImplementedError, match="'hip' is not implemented"):

@@ -272,6 +272,24 @@ def test_key_changes(tmp_path, change):
     assert cache.make_key(fn, spec, opts, extra) != k0
 
 
+def test_key_follows_globals_rebound_between_compiles(tmp_path):
+    """The key reads a kernel's sources once per function, but the globals they name at
+    every call: a constant or a helper rebound in the kernel's module moves the key, and
+    rebinding it back restores it."""
+    fn = _kernel(tmp_path)
+    mod = sys.modules[fn.fn.__module__]
+    k0 = cache.make_key(fn, SPEC, OPTS)
+    mod.SCALE = 5
+    assert cache.make_key(fn, SPEC, OPTS) != k0
+    mod.SCALE = 1
+    assert cache.make_key(fn, SPEC, OPTS) == k0
+    helper = mod.helper
+    mod.helper = _kernel(tmp_path, helper_factor=3).fn.__globals__["helper"]
+    assert cache.make_key(fn, SPEC, OPTS) != k0
+    mod.helper = helper
+    assert cache.make_key(fn, SPEC, OPTS) == k0
+
+
 def test_compiler_version_follows_every_source_and_the_extension(monkeypatch):
     v = cache.compiler_version()
     assert len(v) == 64 and v == cache.compiler_version()
@@ -555,15 +573,25 @@ def test_put_on_a_full_disk_warns_and_keeps_going(tmp_path, monkeypatch):
     import errno
 
     store = cache.KernelCache(str(tmp_path / "c"))
-    real_fsync = os.fsync
+    real_fdopen = os.fdopen
 
-    def full_disk(fd):
-        raise OSError(errno.ENOSPC, "No space left on device")
+    class FullDisk:
+        def __init__(self, fd, mode):
+            self.f = real_fdopen(fd, mode)
 
-    monkeypatch.setattr(os, "fsync", full_disk)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", FullDisk)
     with pytest.warns(UserWarning, match="could not write cache entry"):
         assert store.put(KEY, {"payload": b"x" * 1000}) is None
-    monkeypatch.setattr(os, "fsync", real_fsync)
+    monkeypatch.setattr(os, "fdopen", real_fdopen)
     assert store.get(KEY) is None
     leftovers = [f for _, _, files in os.walk(tmp_path) for f in files]
     assert leftovers == []

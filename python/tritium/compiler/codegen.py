@@ -99,14 +99,20 @@ def lower_returns(stmts):
     return out, False
 
 
-def parse_function(fn):
+def read_source(fn):
+    """(file, lines, first line) of a function's source, as inspect reads them."""
     try:
         lines, start = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
         raise CompilationError(
             f"cannot read the source of @jit function {fn.__name__!r} ({e}); a kernel "
             "must be defined in a file") from None
-    file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    return inspect.getsourcefile(fn) or fn.__code__.co_filename, lines, start
+
+
+def parse_function(fn, source=None):
+    """The FunctionSource of `fn`; source: read_source(fn), when the caller has read it."""
+    file, lines, start = source if source is not None else read_source(fn)
     first = lines[0]
     indent = first[: len(first) - len(first.lstrip())]
     # textwrap.dedent, except that lines of a multi-line string indented less

@@ -161,9 +161,10 @@ def _compile_error(C, e, tile):
     return e
 
 
-def _finish(p, res):
+def _finish(p, res, publish=None):
     """The GPUKernel of a _Pending from its back half's result (a dict of
-    compile_batch's), stored in the disk cache."""
+    compile_batch's), stored in the disk cache. publish: called with the kernel
+    before the store (whoever waits for it need not wait for the disk)."""
     tile = p.tile
     asm = dict(tile.asm)
     asm["gir"] = res["gir"]
@@ -199,6 +200,8 @@ def _finish(p, res):
         times["ptx"] = float(res.get("ptx_ms", 0.0))
         if "cubin" in asm:
             times["ptxas"] = float(res.get("ptxas_ms", 0.0))
+    if publish is not None:
+        publish(kernel)
     if p.store is not None:
         t0 = time.perf_counter()
         p.store.put(p.key, kernel.to_blobs())
@@ -211,9 +214,10 @@ def _finish(p, res):
     return kernel
 
 
-def _compile_back(C, pending, num_threads=0):
+def _compile_back(C, pending, num_threads=0, publish=None):
     """The back halves of `pending` (GPU passes, PTX, ptxas) on up to
-    num_threads threads: a GPUKernel or an exception per entry, in order."""
+    num_threads threads: a GPUKernel or an exception per entry, in order.
+    publish: see _finish (for one entry)."""
     # Every GPU compile, bounds-checked or not, one or many, goes through
     # _C.compile_batch, i.e. the one C++ pipeline (compileKernel).
     batch = getattr(C, "compile_batch", None)
@@ -229,7 +233,7 @@ def _compile_back(C, pending, num_threads=0):
             out.append(_compile_error(C, res["error"], p.tile))
             continue
         try:
-            out.append(_finish(p, res))
+            out.append(_finish(p, res, publish))
         except Exception as e:  # noqa: BLE001
             out.append(e)
     return out
@@ -256,10 +260,10 @@ def compile_gpu(jit_fn, params, spec_key, *, num_warps=DEFAULT_NUM_WARPS,
     return _back_one(front)
 
 
-def _back_one(front):
+def _back_one(front, publish=None):
     """The back half of one _Pending on the calling thread (GIL released): its GPUKernel, or
-    the error it raised."""
-    out = _compile_back(load_C(), [front], num_threads=1)[0]
+    the error it raised. publish: see _finish."""
+    out = _compile_back(load_C(), [front], num_threads=1, publish=publish)[0]
     if isinstance(out, BaseException):
         raise out.with_traceback(None)
     return out
@@ -272,15 +276,29 @@ def compile_gpu_future(jit_fn, params, spec_key, executor, *, num_warps=DEFAULT_
     GPUKernel, done at once on a disk-cache hit. The front half (cache lookup, AST walk, tile
     passes) runs on this thread, so a mistake it finds raises here; one the back half finds
     comes out of the Future's result(). Lets a caller that compiles several configs one call
-    at a time (Inductor) overlap their ptxas runs."""
+    at a time (Inductor) overlap their ptxas runs. The Future is done as soon as the kernel
+    is: its disk-cache store follows on the executor's thread."""
     import concurrent.futures  # noqa: PLC0415
 
     front = _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, None, True)
+    future = concurrent.futures.Future()
     if isinstance(front, GPUKernel):
-        done = concurrent.futures.Future()
-        done.set_result(front)
-        return done
-    return executor.submit(_back_one, front)
+        future.set_result(front)
+        return future
+
+    def back():
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            _back_one(front, publish=future.set_result)
+        except BaseException as e:  # noqa: BLE001 -- handed to whoever waits
+            if not future.done():
+                future.set_exception(e)
+            # else the kernel is out and the store failed: put() warns of what it could
+            # not write; the next process compiles the kernel again.
+
+    executor.submit(back)
+    return future
 
 
 class CompileRequest:

@@ -6,6 +6,8 @@ tritium's JITFunction with the attributes Triton's has and Inductor reads
 import hashlib
 import threading
 
+from ..compiler import codegen
+from ..errors import CompilationError
 from ..jit import JITFunction as _TritiumJITFunction
 
 
@@ -30,8 +32,17 @@ class JITFunction(_TritiumJITFunction):
         self.repr = repr if repr is not None else (lambda _: fn.__name__)
         self.launch_metadata = launch_metadata
         self._hash_lock = threading.RLock()
-        self._src_text = self.src
+        # The source is read (and tokenized) once, here: `src` (Inductor reads it) and the code
+        # generator's parse() both take it from these lines.
+        try:
+            self._source_read = codegen.read_source(fn)
+        except CompilationError:
+            self._source_read = None
+        self._src_text = "".join(self._source_read[1]) if self._source_read else self.src
         self.hash = None
+
+    def _read_source(self):
+        return self.__dict__.get("_source_read")
 
     @property
     def src(self):

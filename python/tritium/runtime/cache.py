@@ -12,7 +12,8 @@ the `_C` extension and of tritium's Python sources, computed once per
 process).
 
 Entry: one file `<key[:2]>/<key>.tkc`, written atomically (a temporary file
-in the same directory, then os.replace), laid out as
+in the same directory, then os.replace; not fsync'ed: see KernelCache.put), laid
+out as
 
     magic b"TRITIUMC" | format u32 | payload length u64 | sha256(payload) | payload
     payload = index length u32 | index (JSON [[name, size], ...]) | blobs
@@ -34,6 +35,7 @@ import tempfile
 import textwrap
 import types
 import warnings
+import weakref
 
 MAGIC = b"TRITIUMC"
 FORMAT_VERSION = 1
@@ -190,10 +192,11 @@ class KernelCache:
         except OSError:
             return None
         try:
+            # No fsync: it cost a few ms of every cold compile (the wait for the disk), and an
+            # entry that a crash leaves short or empty fails its checksum on read, which makes
+            # it a miss (deleted, recompiled), never a wrong load.
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
             os.replace(tmp, path)  # atomic: readers see the old or the new file
         except BaseException as e:
             try:
@@ -284,17 +287,9 @@ def _constant_repr(v):
     return None
 
 
-def _referenced(fn, tree):
-    """(name, value) of the globals and closure variables the function's body
-    mentions, following attribute chains (`mod.helper`) through modules."""
-    env = dict(getattr(fn, "__globals__", {}))
-    if getattr(fn, "__closure__", None):
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
-                env[name] = cell.cell_contents
-            except ValueError:
-                pass
-    out = {}
+def _name_chains(tree):
+    """The distinct name chains the function's body mentions: ("x",) for a
+    name, ("mod", "helper") for `mod.helper` (and its prefixes)."""
 
     def chain(node):
         parts = []
@@ -303,24 +298,85 @@ def _referenced(fn, tree):
             node = node.value
         if isinstance(node, ast.Name):
             parts.append(node.id)
-            return list(reversed(parts))
+            return tuple(reversed(parts))
         return None
 
+    out = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)):
             parts = chain(node)
-            if not parts or parts[0] not in env:
-                continue
-            v = env[parts[0]]
-            out.setdefault(parts[0], v)
-            path = parts[0]
-            for attr in parts[1:]:
-                if not isinstance(v, types.ModuleType):
-                    break
-                v = getattr(v, attr, None)
-                path += "." + attr
-                out.setdefault(path, v)
+            if parts:
+                out.setdefault(parts, None)
+    return tuple(out)
+
+
+def _referenced(fn, chains):
+    """(name, value) of the globals and closure variables of `chains` (see
+    _name_chains), following attribute chains (`mod.helper`) through modules.
+    Read at every call: a global may be rebound between two compiles."""
+    env = getattr(fn, "__globals__", {})
+    closure = {}
+    if getattr(fn, "__closure__", None):
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:
+                pass
+    out = {}
+    for parts in chains:
+        head = parts[0]
+        if head in closure:
+            v = closure[head]
+        elif head in env:
+            v = env[head]
+        else:
+            continue
+        out.setdefault(head, v)
+        path = head
+        for attr in parts[1:]:
+            if not isinstance(v, types.ModuleType):
+                break
+            v = getattr(v, attr, None)
+            path += "." + attr
+            out.setdefault(path, v)
     return out
+
+
+# Python function -> (source text, name chains or None when the text does not parse): what
+# source_fingerprint reads of a function, once per function and process (reading and
+# tokenizing the source of a kernel and of each of its callees took most of a cold compile's
+# cache lookup, for every compile of Inductor's kernels). Values are looked up per call.
+_fn_sources = weakref.WeakKeyDictionary()
+
+
+def _function_source(f, fn):
+    """(text, chains) of the Python function `fn` of @jit function `f`: the text the code
+    generator parsed (f.parse(), which it keeps) where there is one, else the source read
+    here (or the bytecode, without a source)."""
+    try:
+        return _fn_sources[fn]
+    except (KeyError, TypeError):
+        pass
+    text = tree = None
+    parse = getattr(f, "parse", None) if f is not fn else None
+    if parse is not None:
+        try:
+            parsed = parse()
+            text, tree = parsed.text, parsed.fdef
+        except Exception:  # noqa: BLE001 -- no readable source: the fallback below
+            text = tree = None
+    if text is None:
+        text = _source_of(fn)
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            tree = None
+    entry = (text, _name_chains(tree) if tree is not None else None)
+    try:
+        _fn_sources[fn] = entry
+    except TypeError:  # not weak-referenceable: not kept
+        pass
+    return entry
 
 
 def source_fingerprint(jit_fn):
@@ -334,15 +390,11 @@ def source_fingerprint(jit_fn):
         ident = f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
         if ident in seen:
             continue
-        src = _source_of(fn)
+        src, chains = _function_source(f, fn)
         parts = [src, f"version={getattr(f, 'version', None)!r}",
                  f"noinline={getattr(f, 'noinline', False)!r}"]
-        try:
-            tree = ast.parse(src)
-        except SyntaxError:
-            tree = None
-        if tree is not None:
-            for name, v in sorted(_referenced(fn, tree).items(), key=lambda kv: kv[0]):
+        if chains is not None:
+            for name, v in sorted(_referenced(fn, chains).items(), key=lambda kv: kv[0]):
                 if _is_jit(v):
                     stack.append(v)
                     parts.append(f"jit {name}")
