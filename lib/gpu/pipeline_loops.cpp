@@ -283,8 +283,11 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
         if (r->code() != OpCode::WarpGroupDot || !seen.insert(r).second)
           continue;
         bool safe = true;
+        // A in registers (attention's p) is not a buffer: wgmma reads it
+        // before the registers can change (ptxas keeps them until the wait).
         for (unsigned k = 0; k < 2; ++k)
-          safe = safe && (pipelined.count(r->operand(k)) ||
+          safe = safe && (r->operand(k)->type()->isTensor() ||
+                          pipelined.count(r->operand(k)) ||
                           !definedInside(loop, r->operand(k)));
         // Only a dot that carries its accumulator to the next iteration
         // leaves its group in flight; one whose result the iteration reads
@@ -596,31 +599,70 @@ private:
 
 } // namespace
 
-Operation *carriedAccumulatorLoop(const Operation &dot) {
+Value *carriedAccumulator(const Operation &dot) {
   if (dot.code() != OpCode::WarpGroupDot ||
       dot.result(0)->type()->element()->dtype() == DType::FP16)
     return nullptr;
   Value *c = dot.operand(2);
-  Block *b = c->ownerBlock();
-  if (!b || b != dot.parentBlock() || c->index() == 0)
+  // The rescaled form, acc = tl.dot(p, v, acc * alpha[:, None]): the
+  // multiplication reads the iter arg once and feeds only this dot.
+  Value *arg = c;
+  Operation *rescale = c->definingOp();
+  if (rescale && rescale->code() == OpCode::MulF) {
+    arg = nullptr;
+    for (Value *o : rescale->operands())
+      if (o->isBlockArg() && o->ownerBlock() == dot.parentBlock() &&
+          o->index() > 0 && o->type() == c->type())
+        arg = o;
+    if (!arg)
+      return nullptr;
+  } else {
+    rescale = nullptr;
+  }
+  Block *b = arg->ownerBlock();
+  if (!b || b != dot.parentBlock() || arg->index() == 0)
     return nullptr;
   Operation *loop = b->parentOp();
   if (!loop || loop->code() != OpCode::For)
     return nullptr;
   Operation *yield = b->terminator();
-  unsigned slot = c->index() - 1;
-  int usesC = 0, usesD = 0;
+  unsigned slot = arg->index() - 1;
+  int usesArg = 0, usesC = 0, usesD = 0;
   bool yielded = false;
   loop->walk([&](Operation *u) {
     for (unsigned i = 0; i < u->numOperands(); ++i) {
-      usesC += u->operand(i) == c;
+      usesArg += u->operand(i) == arg;
+      usesC += rescale && u->operand(i) == c;
       if (u->operand(i) == dot.result(0)) {
         ++usesD;
         yielded |= u == yield && i == slot;
       }
     }
   });
-  return usesC == 1 && usesD == 1 && yielded ? loop : nullptr;
+  if (usesArg != 1 || (rescale && usesC != 1) || usesD != 1 || !yielded)
+    return nullptr;
+  if (rescale) {
+    // The multiplication of iteration i+1 reads the registers the wgmma of
+    // iteration i writes: a wgmma before it in the same block that waits
+    // for every group (it carries nothing, so it is never async) must have
+    // retired that group by then. Attention's q @ k^T is that wgmma: alpha
+    // needs its result.
+    bool retired = false;
+    for (auto &o : b->ops()) {
+      if (o.get() == rescale)
+        break;
+      if (o->code() == OpCode::WarpGroupDot && !carriedAccumulator(*o))
+        retired = true;
+    }
+    if (!retired)
+      return nullptr;
+  }
+  return arg;
+}
+
+Operation *carriedAccumulatorLoop(const Operation &dot) {
+  Value *arg = carriedAccumulator(dot);
+  return arg ? arg->ownerBlock()->parentOp() : nullptr;
 }
 
 void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {

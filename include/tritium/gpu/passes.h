@@ -97,12 +97,18 @@ void propagateLayouts(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// remove-layout-conversions does, instead of converted.
 bool canRematerialize(Value *v, const GPULayout *l);
 
-/// The scf.for whose accumulator `dot` (a ttng.warp_group_dot) carries from
-/// one iteration to the next, or null: an fp32/int32 accumulator that is an
-/// iter_arg of the loop directly around the dot, read by nothing else, whose
-/// result only the yield carrying it reads. Such a dot may leave its wgmma
-/// group in flight across iterations: pipeline-loops marks it {async = true}
-/// and the emitter updates the accumulator in place.
+/// The iter_arg (a block argument of the scf.for directly around `dot`, a
+/// ttng.warp_group_dot) whose fp32/int32 accumulator the dot carries from
+/// one iteration to the next, or null. The accumulator is the iter_arg
+/// itself, read by nothing else, or the iter_arg times something
+/// (attention's acc * alpha[:, None]: a arith.mulf that reads the iter_arg
+/// and feeds only the dot, after a wgmma of the same block that carries
+/// nothing and so retires every group); the dot's result is read only by
+/// the yield carrying it. Such a dot may leave its wgmma group in flight
+/// across iterations: pipeline-loops marks it {async = true} and the
+/// emitter updates the iter_arg's registers in place.
+Value *carriedAccumulator(const Operation &dot);
+/// The scf.for of carriedAccumulator(dot), or null.
 Operation *carriedAccumulatorLoop(const Operation &dot);
 
 /// True for a layout conversion of the GPU IR (ttg.convert_layout).

@@ -484,6 +484,12 @@ struct WgmmaDot {
     bool f16acc = ct == DType::FP16;
     Operation *loop = asyncLoop();
     bool inPlace = loop != nullptr;
+    // Async and rescaled (acc * alpha): the product moves into the iter
+    // arg's registers, which the group then updates in place across the back
+    // edge; ptxas coalesces the moves with the multiplication.
+    const Regs *argRegs = nullptr;
+    if (loop && gpu::carriedAccumulator(op) != op.operand(2))
+      argRegs = &e.regs(gpu::carriedAccumulator(op));
     // A zero accumulator (qk = tl.dot(q, k)) is not materialised: the first
     // K step runs with scale-d false (d = a * b).
     bool zeroC = !inPlace && isConstantZero(op.operand(2));
@@ -521,6 +527,13 @@ struct WgmmaDot {
         RC rc = f16acc ? RC::B32 : ct == DType::I32 ? RC::B32 : RC::F32;
         for (int i = 0; i < (f16acc ? nregs / 2 : nregs); ++i)
           regs.push_back(e.reg(rc));
+      } else if (argRegs) {
+        RC rc = ct == DType::I32 ? RC::B32 : RC::F32;
+        for (int i = 0; i < nregs; ++i) {
+          const std::string &r = (*argRegs)[s[i]];
+          e.ins(std::string(movFor(rc)) + " " + r + ", " + C[s[i]]);
+          regs.push_back(r);
+        }
       } else if (inPlace) {
         for (int i = 0; i < nregs; ++i)
           regs.push_back(C[s[i]]);
