@@ -346,6 +346,8 @@ struct WgmmaOperand {
   int64_t eb;       // element bytes
   bool kMajor;      // contiguous dim is K
   std::string lo, hi; // the descriptor's words at `base` (built on first use)
+  std::string desc;   // the whole descriptor at `base`, and at each offset:
+  std::map<int64_t, std::string> at; // one register per distinct tile
   int64_t lbo() const { return kMajor ? 16 : rows * w; }
   int64_t sbo() const { return 8 * w; }
   int mode() const { return w == 128 ? 1 : w == 64 ? 2 : 3; }
@@ -412,17 +414,22 @@ struct WgmmaDot {
       int64_t hi = (o.sbo() >> 4) | (int64_t(o.mode()) << 30);
       o.hi = e.reg(RC::B32);
       e.ins("mov.b32 " + o.hi + ", " + std::to_string(hi));
+      o.desc = e.reg(RC::B64);
+      e.ins("mov.b64 " + o.desc + ", {" + o.lo + ", " + o.hi + "}");
     }
-    std::string lo = o.lo, d = e.reg(RC::B64);
-    if (off) {
-      if (off % 16)
-        e.internalError(op, "a wgmma tile starts at byte offset " +
-                                std::to_string(off) +
-                                ", not a multiple of 16");
-      lo = e.reg(RC::B32);
-      e.ins("add.s32 " + lo + ", " + o.lo + ", " + std::to_string(off >> 4));
-    }
-    e.ins("mov.b64 " + d + ", {" + lo + ", " + o.hi + "}");
+    if (!off)
+      return o.desc;
+    auto it = o.at.find(off);
+    if (it != o.at.end())
+      return it->second;
+    if (off % 16)
+      e.internalError(op, "a wgmma tile starts at byte offset " +
+                              std::to_string(off) + ", not a multiple of 16");
+    // The start address field cannot carry into the LBO (above), so the
+    // 64-bit add is the 32-bit one on the low word.
+    std::string d = e.reg(RC::B64);
+    e.ins("add.s64 " + d + ", " + o.desc + ", " + std::to_string(off >> 4));
+    o.at[off] = d;
     return d;
   }
 
@@ -629,14 +636,24 @@ struct WgmmaDot {
           fragsA[o] = "{" + list + "}";
         }
     }
-    e.ins("wgmma.fence.sync.aligned");
-    for (int64_t k0 = 0; k0 < K; k0 += instrK) {
+    // Every descriptor first, each in a register of its own, then the
+    // instructions back to back: built one before each instruction, ptxas
+    // reuses one pair of uniform registers, and each wgmma waits for the
+    // previous one to have read its descriptor before the next is written.
+    std::map<std::pair<Coord, int64_t>, std::pair<std::string, std::string>>
+        descs;
+    for (int64_t k0 = 0; k0 < K; k0 += instrK)
       for (Coord t : tiles) {
         // Warp 0's tile origin, relative to its warpgroup: rows t.first
         // (a multiple of 64 past the group's), columns t.second.
         std::string da = regA ? fragsA.at({t.first, k0})
                               : descriptor(A, A.offset(k0, t.first));
-        std::string db = descriptor(B, B.offset(k0, t.second));
+        descs[{t, k0}] = {da, descriptor(B, B.offset(k0, t.second))};
+      }
+    e.ins("wgmma.fence.sync.aligned");
+    for (int64_t k0 = 0; k0 < K; k0 += instrK) {
+      for (Coord t : tiles) {
+        const auto &[da, db] = descs.at({t, k0});
         std::string list;
         for (const std::string &r : acc[t])
           list += (list.empty() ? "" : ", ") + r;
