@@ -45,17 +45,24 @@ def _dkdv_query_block(dk, dv, k, v, Q, DO, M, Delta, base, row_base, start_m, of
                       DIAGONAL: tl.constexpr):
     """dK, dV of one key block after the query rows start_m .. start_m + BLOCK_M."""
     offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs = base + offs_m[:, None] * stride_n + tl.arange(0, HEAD_DIM)[None, :]
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs = base + offs_m[:, None] * stride_n + offs_d[None, :]
+    offs_t = base + offs_m[None, :] * stride_n + offs_d[:, None]
+    # Q and dO are read twice, as rows and as their transposes: each load then has one user, a
+    # dot operand, which the pipeliner turns into a multi-buffered cp.async (a tl.trans of the
+    # loaded tile would be a second copy through shared memory, and the load not pipelined).
     q = tl.load(Q + offs, mask=offs_m[:, None] < N_CTX, other=0.0)
+    qt = tl.load(Q + offs_t, mask=offs_m[None, :] < N_CTX, other=0.0)
     do = tl.load(DO + offs, mask=offs_m[:, None] < N_CTX, other=0.0)
+    dot_ = tl.load(DO + offs_t, mask=offs_m[None, :] < N_CTX, other=0.0)
     # A row past N_CTX gets M = +inf: its column of P^T is exp2(-inf) = 0.
     m = tl.load(M + row_base + offs_m, mask=offs_m < N_CTX, other=float("inf"))
     delta = tl.load(Delta + row_base + offs_m, mask=offs_m < N_CTX, other=0.0)
-    pt = tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - m[None, :])
+    pt = tl.math.exp2(tl.dot(k, qt) * qk_scale - m[None, :])
     if DIAGONAL:
         pt = tl.where(offs_m[None, :] >= offs_n[:, None], pt, 0.0)
     dv = tl.dot(pt.to(do.dtype), do, dv)
-    dpt = tl.dot(v, tl.trans(do))
+    dpt = tl.dot(v, dot_)
     dst = pt * (dpt - delta[None, :])
     dk = tl.dot(dst.to(q.dtype), q, dk)
     return dk, dv
@@ -99,11 +106,12 @@ def _dq_key_block(dq, q, do, m, delta, K, V, base, start_n, offs_m, N_CTX, strid
     """dQ of one query block after the keys start_n .. start_n + BLOCK_N."""
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
+    offs_t = base + offs_n[None, :] * stride_n + offs_d[:, None]
     k = tl.load(K + base + offs_n[:, None] * stride_n + offs_d[None, :],
                 mask=offs_n[:, None] < N_CTX, other=0.0)
-    vt = tl.load(V + base + offs_n[None, :] * stride_n + offs_d[:, None],
-                 mask=offs_n[None, :] < N_CTX, other=0.0)
-    p = tl.math.exp2(tl.dot(q, tl.trans(k)) * qk_scale - m[:, None])
+    kt = tl.load(K + offs_t, mask=offs_n[None, :] < N_CTX, other=0.0)
+    vt = tl.load(V + offs_t, mask=offs_n[None, :] < N_CTX, other=0.0)
+    p = tl.math.exp2(tl.dot(q, kt) * qk_scale - m[:, None])
     if MASK:
         keep = offs_n[None, :] < N_CTX
         if CAUSAL:
@@ -148,14 +156,20 @@ def attn_bwd_dq(Q, K, V, DO, DQ, M, Delta, sm_scale, H, N_CTX, stride_z, stride_
 
 # (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, num_warps, num_stages): the dK/dV kernel's query and key
 # blocks, the dQ kernel's query and key blocks, and the launch options of both.
+# For sm_90a (ptxas, fp16): at head dim 64 no kernel spills (dK/dV 205-248 registers, dQ 189-194);
+# at 128, CONFIG_D128 keeps dK/dV spill-free (128-224 registers) while dQ spills 16-44 bytes, the
+# least of the configs tried.
 DEFAULT_CONFIG = (64, 128, 128, 64, 8, 2)
+CONFIG_D128 = (64, 64, 128, 32, 8, 2)
 PRE_BLOCK = 64
 
 
-def attention_backward(q, k, v, o, do, m, causal, sm_scale, config=DEFAULT_CONFIG, kernels=None):
+def attention_backward(q, k, v, o, do, m, causal, sm_scale, config=DEFAULT_CONFIG, kernels=None,
+                       poison=True):
     """dQ, dK, dV of attention(q, k, v) on (Z, H, N, D) tensors (torch, CPU or CUDA) given its output
     o, the output's gradient do and the forward's M ((Z*H, N) fp32, base-2 log-sum-exp). The results
-    start as NaN, so an element no kernel writes shows. kernels: the three kernels (preprocess,
+    start as NaN (unless poison=False, as a timed run wants), so an element no kernel writes shows.
+    kernels: the three kernels (preprocess,
     dkdv, dq) to launch, e.g. this file's source compiled by another compiler; default this
     module's."""
     import torch  # noqa: PLC0415
@@ -163,8 +177,12 @@ def attention_backward(q, k, v, o, do, m, causal, sm_scale, config=DEFAULT_CONFI
     bm1, bn1, bm2, bn2, warps, stages = config
     q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))
     Z, H, N, D = q.shape
-    dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
-    delta = torch.full((Z * H, N), float("nan"), device=q.device, dtype=torch.float32)
+    if poison:
+        dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+        delta = torch.full((Z * H, N), float("nan"), device=q.device, dtype=torch.float32)
+    else:
+        dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+        delta = torch.empty((Z * H, N), device=q.device, dtype=torch.float32)
     pre[(triton.cdiv(N, PRE_BLOCK), Z * H)](o, do, delta, H, N, *q.stride()[:3], HEAD_DIM=D,
                                             BLOCK_M=PRE_BLOCK)
     dkdv[(triton.cdiv(N, bn1), Z * H)](q, k, v, do, dk, dv, m, delta, sm_scale, H, N,
