@@ -14,6 +14,7 @@ pytestmark = pytest.mark.gpu
 
 import _attention_bwd_kernels as bwd  # noqa: E402
 import _attention_kernels as fwd  # noqa: E402
+from tritium.errors import CompilationError  # noqa: E402
 
 # ||out - ref|| / ||ref||: P and dS are rounded to the input dtype before each tl.dot (see
 # test_attention_bwd_cpu.py); longer rows than on the CPU add a little.
@@ -68,6 +69,12 @@ CONFIGS = [(64, 128, 128, 64, 8, 2), (32, 128, 128, 32, 8, 2), (64, 64, 64, 64, 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("D", [64, 128])
 def test_attention_backward_configs(config, causal, D):
+    if D == 128 and config == (64, 128, 128, 64, 8, 3):
+        # Three stages of 128x128 tiles at d128 need 294912 bytes: a located
+        # error, not a launch failure (measured on the H200).
+        with pytest.raises(CompilationError, match="bytes of shared memory"):
+            check(torch.float16, 1, 2, 700, D, causal, config)
+        return
     check(torch.float16, 1, 2, 700, D, causal, config)
 
 
