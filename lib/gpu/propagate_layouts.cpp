@@ -45,17 +45,20 @@ int64_t numel(const Type *t) {
 /// The cost of a conversion before `at` of a value of type `t`: elements
 /// moved, 16x per loop around `at`. A conversion that only renames
 /// registers costs nothing.
+int64_t loopWeight(Operation *at, int64_t w) {
+  for (Operation *p = at->parentOp(); p; p = p->parentOp())
+    if (p->code() == OpCode::For || p->code() == OpCode::While)
+      w *= 16;
+  return w;
+}
+
 int64_t conversionCost(Operation *at, const Type *from, const GPULayout *to) {
   const Type *dst = withLayout(from, to);
   if (from == dst)
     return 0;
   if (planMovement(from, dst, rowMajorStrides(from->shape())).inRegisters)
     return 0;
-  int64_t w = numel(from);
-  for (Operation *p = at->parentOp(); p; p = p->parentOp())
-    if (p->code() == OpCode::For || p->code() == OpCode::While)
-      w *= 16;
-  return w;
+  return loopWeight(at, numel(from));
 }
 
 /// Uses of every value of `f`, in walk order.
@@ -203,8 +206,12 @@ int64_t gain(const Web &web) {
       g -= conversionCost(op, withLayout(v->type(), it->second), want);
       continue;
     }
-    if (!v->type()->isTensor() || canRematerialize(v, want))
+    // Rebuilt by remove-layout-conversions, perhaps from small converted
+    // leaves (a loaded vector broadcast onto the tile).
+    if (int64_t leaves = rematerializationCost(v, want); leaves >= 0) {
+      g -= loopWeight(op, leaves);
       continue;
+    }
     g -= conversionCost(op, v->type(), want);
   }
   for (auto [op, i] : web.outs) {

@@ -20,7 +20,13 @@
 //    the bytes through shared memory; `where(x > 0, x, 0.01 * x)` (x used
 //    three times) moves as a whole. New conversions are tried again, then
 //    1 and 2 run over the result.
-// 4. Pure ops left without users are erased.
+//    A tree whose leaves are not cheap (a loaded row vector m, broadcast
+//    onto a tile as m[None, :]) may still be rebuilt when those leaves are
+//    small: they are converted instead of the whole value, when the leaves
+//    move at most a quarter of its elements (the attention backward's
+//    exp2(s - m[None, :]) on an mma accumulator converts 64 values of m,
+//    not the 128x64 tile).
+// 4. Pure ops and non-volatile loads left without users are erased.
 #include "tritium/gpu/conversion.h"
 #include "tritium/gpu/passes.h"
 #include "tritium/gpu/shared_memory.h"
@@ -36,6 +42,15 @@ namespace tritium::gpu {
 namespace {
 
 constexpr int kMaxRematOps = 48;
+// Leaves converted instead of rebuilt: at most this many per tree.
+constexpr int kMaxLeafConversions = 2;
+
+int64_t elements(const Type *t) {
+  int64_t n = 1;
+  for (int64_t d : t->shape())
+    n *= d;
+  return n;
+}
 
 bool isCheapElementwise(const Operation &op) {
   if (!op.hasTrait(ELEM) || !op.hasTrait(PURE))
@@ -69,6 +84,52 @@ struct Rematerializer {
   int budget = kMaxRematOps;
   std::map<std::pair<Value *, const GPULayout *>, Value *> done;
   int created = 0;
+  // Leaf conversions: allowed up to `leafLimit` elements in all (0: none);
+  // the elements and count the tree's leaves move.
+  int64_t leafLimit = 0, leafElements = 0;
+  int leaves = 0;
+
+  /// `v` converted to `l` as a leaf of the tree, or null when over the
+  /// limits (a layout the conversion machinery cannot target included).
+  Value *leaf(Value *v, const GPULayout *l, bool build) {
+    if (!leafLimit || l->kind() == GPULayout::Kind::Linear ||
+        ++leaves > kMaxLeafConversions ||
+        (leafElements += elements(v->type())) > leafLimit)
+      return nullptr;
+    Value *r = reload(v, l, build);
+    if (!r)
+      r = build ? createLayoutConversion(insertBefore, v, l) : v;
+    done[{v, l}] = r;
+    return r;
+  }
+
+  /// A small loaded leaf is loaded again in `l`, where the load was (its
+  /// latency stays hidden as before), when its pointers, mask and other
+  /// are cheap to rebuild there: no trip through shared memory, and the
+  /// elements come from L1.
+  Value *reload(Value *v, const GPULayout *l, bool build) {
+    Operation *def = v->definingOp();
+    if (!def || def->code() != OpCode::Load || !def->attrs().empty())
+      return nullptr;
+    Rematerializer at(def);
+    at.budget = budget;
+    std::vector<Value *> operands;
+    for (Value *o : def->operands()) {
+      Value *r = at.remat(o, l, build);
+      if (!r)
+        return nullptr;
+      operands.push_back(r);
+    }
+    budget = at.budget;
+    if (!build)
+      return v;
+    auto copy = Operation::create(def->code(), operands,
+                                  {withLayout(v->type(), l)}, def->attrs(),
+                                  def->loc());
+    Block *b = def->parentBlock();
+    created += at.created + 1;
+    return b->insert(b->find(def), std::move(copy))->result(0);
+  }
 
   /// Can `v` be rebuilt in layout `l`? (Dry run when `build` is false.)
   Value *remat(Value *v, const GPULayout *l, bool build) {
@@ -80,8 +141,10 @@ struct Rematerializer {
     if (auto it = done.find(key); it != done.end())
       return it->second;
     Operation *def = v->definingOp();
-    if (!def || --budget < 0)
+    if (--budget < 0)
       return nullptr;
+    if (!def)
+      return leaf(v, l, build);
     std::vector<Value *> newOperands;
     if (isLayoutConversion(*def)) {
       return remat(def->operand(0), l, build);
@@ -110,7 +173,7 @@ struct Rematerializer {
         newOperands.push_back(s);
       }
     } else {
-      return nullptr;
+      return leaf(v, l, build);
     }
     if (!build) {
       done[key] = v; // any non-null marks success of the dry run
@@ -135,7 +198,12 @@ int eraseDeadPureOps(Function &f) {
     auto uses = countUses(f);
     std::vector<Operation *> dead;
     f.walk([&](Operation *op) {
-      if (!op->hasTrait(PURE) || op->numRegions() || op->numResults() == 0)
+      // A load left without users (one loaded again in another layout) is
+      // dead too, unless volatile.
+      bool load = op->code() == OpCode::Load &&
+                  !(op->hasAttr("volatile") && op->boolAttr("volatile"));
+      if ((!op->hasTrait(PURE) && !load) || op->numRegions() ||
+          op->numResults() == 0)
         return;
       for (Value *r : op->results())
         if (uses.count(r) && uses[r] > 0)
@@ -171,8 +239,10 @@ bool replaceConversions(Function &f, PassStats &stats) {
       replacement = src;
     } else {
       Rematerializer dry(c);
+      dry.leafLimit = elements(c->result(0)->type()) / 4;
       if (dry.remat(src, want, false)) {
         Rematerializer real(c);
+        real.leafLimit = dry.leafLimit;
         replacement = real.remat(src, want, true);
         stats.add("gpu.ops-rematerialized", real.created);
       }
@@ -330,6 +400,14 @@ bool sinkConversions(Function &f, PassStats &stats) {
 bool canRematerialize(Value *v, const GPULayout *l) {
   Rematerializer dry(nullptr);
   return dry.remat(v, l, false) != nullptr;
+}
+
+int64_t rematerializationCost(Value *v, const GPULayout *l) {
+  if (!v->type()->isTensor())
+    return 0;
+  Rematerializer dry(nullptr);
+  dry.leafLimit = elements(v->type()) / 4;
+  return dry.remat(v, l, false) ? dry.leafElements : -1;
 }
 
 void removeLayoutConversions(Module &m, const PipelineOptions &,

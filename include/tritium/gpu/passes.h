@@ -96,6 +96,11 @@ void propagateLayouts(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// (constants, splats, ranges, broadcasts, cheap elementwise arithmetic) as
 /// remove-layout-conversions does, instead of converted.
 bool canRematerialize(Value *v, const GPULayout *l);
+/// The elements remove-layout-conversions would move to give `v` layout
+/// `l` by rebuilding it (0: rebuilt from cheap producers alone; more: small
+/// leaves of the tree converted instead of `v`), or -1 when it would
+/// convert `v` itself.
+int64_t rematerializationCost(Value *v, const GPULayout *l);
 
 /// The iter_arg (a block argument of the scf.for directly around `dot`, a
 /// ttng.warp_group_dot) whose fp32/int32 accumulator the dot carries from
