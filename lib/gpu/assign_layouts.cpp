@@ -194,8 +194,27 @@ struct Assigner {
           throw InternalError(std::string("convert-to-gpu: no layout rule "
                                           "for '") +
                               op.name() + "'");
-        if (op.hasTrait(ELEM))
-          uniteAll(all);
+        if (op.hasTrait(ELEM)) {
+          // A splat or constant that other ops read too (CSE shares
+          // `splat(Q)` between the pointers of q and of its transpose
+          // q^T) is not tied to this op: it would give both accesses one
+          // layout, and the one contiguous along the other dim scalar
+          // accesses. It is converted, which remove-layout-conversions
+          // turns into a splat or constant in the wanted layout.
+          std::vector<Value *> tied;
+          for (size_t i = 0; i < all.size(); ++i) {
+            Operation *def =
+                i < op.numOperands() ? all[i]->definingOp() : nullptr;
+            if (def && all[i]->type()->isTensor() && uses[all[i]] > 1 &&
+                (def->code() == OpCode::Splat ||
+                 def->code() == OpCode::Constant)) {
+              loose.push_back({&op, (unsigned)i});
+              continue;
+            }
+            tied.push_back(all[i]);
+          }
+          uniteAll(tied);
+        }
         break;
       }
     }
@@ -412,7 +431,12 @@ struct Assigner {
   /// for loose masks and `other`s.
   void reconcile() {
     for (auto [op, i] : loose) {
-      const GPULayout *want = layoutOf(op->operand(0)->type());
+      // A memory op's pointer, an elementwise op's result.
+      bool memory = op->code() == OpCode::Load || op->code() == OpCode::Store ||
+                    op->code() == OpCode::AtomicRMW ||
+                    op->code() == OpCode::AtomicCAS;
+      const GPULayout *want = layoutOf(
+          memory ? op->operand(0)->type() : op->result(0)->type());
       if (layoutOf(op->operand(i)->type()) != want) {
         op->operands()[i] = createLayoutConversion(op, op->operand(i), want);
         stats.add("gpu.conversions-inserted");
