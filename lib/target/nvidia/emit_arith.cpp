@@ -237,6 +237,19 @@ std::string fmodF64(Emitter &e, const std::string &a, const std::string &b);
 
 std::string floatBinary(Emitter &e, const Operation &op, OpCode c, DType t,
                         std::string a, std::string b) {
+  // fp16 (any target) and bf16 (sm_90) add, sub and mul run natively:
+  // fp32 carries more than twice their precision, so computing in fp32 and
+  // rounding once gives the same result, in three instructions more per
+  // element; ptxas pairs the native ones into HADD2/HMUL2/HFMA2 (Triton's
+  // code for bf16 * bf16).
+  bool native = t == DType::FP16 || (t == DType::BF16 && e.opts.target.sm >= 90);
+  if (native && (c == OpCode::AddF || c == OpCode::SubF || c == OpCode::MulF)) {
+    std::string d = e.reg(RC::B16);
+    const char *name = c == OpCode::AddF ? "add" : c == OpCode::SubF ? "sub" : "mul";
+    std::string rn = e.opts.enableFpFusion ? "." : ".rn.";
+    e.ins(name + rn + (t == DType::FP16 ? "f16 " : "bf16 ") + d + ", " + a + ", " + b);
+    return d;
+  }
   if (isSmallFloat(t)) {
     std::string r = floatBinary(e, op, c, DType::FP32, toF32(e, op, t, a),
                                 toF32(e, op, t, b));
