@@ -345,24 +345,30 @@ void bindBuilder(py::module_ &m) {
       // ---- memory --------------------------------------------------------
       .def(
           "load",
-          [](py::object s, py::handle ptr, py::handle mask, py::handle other) {
+          [](py::object s, py::handle ptr, py::handle mask, py::handle other,
+             const std::string &cache, const std::string &eviction,
+             bool isVolatile) {
             Builder &bd = self(s);
             std::optional<Operand> oth;
             if (!other.is_none())
               oth = opnd(bd, other);
-            return wrapRef(
-                bd.load(valueArg(bd, ptr, "ptr"), toValueOrNull(bd, mask), oth),
-                s);
+            return wrapRef(bd.load(valueArg(bd, ptr, "ptr"),
+                                   toValueOrNull(bd, mask), oth, cache,
+                                   eviction, isVolatile),
+                           s);
           },
           py::arg("ptr"), py::arg("mask") = py::none(),
-          py::arg("other") = py::none())
+          py::arg("other") = py::none(), py::arg("cache") = "",
+          py::arg("eviction") = "", py::arg("volatile") = false)
       .def(
           "store",
-          [](Builder &bd, py::handle ptr, py::handle value, py::handle mask) {
+          [](Builder &bd, py::handle ptr, py::handle value, py::handle mask,
+             const std::string &cache, const std::string &eviction) {
             bd.store(valueArg(bd, ptr, "ptr"), opnd(bd, value),
-                     toValueOrNull(bd, mask));
+                     toValueOrNull(bd, mask), cache, eviction);
           },
-          py::arg("ptr"), py::arg("value"), py::arg("mask") = py::none())
+          py::arg("ptr"), py::arg("value"), py::arg("mask") = py::none(),
+          py::arg("cache") = "", py::arg("eviction") = "")
       .def(
           "atomic_rmw",
           [](py::object s, const std::string &kind, py::handle ptr,

@@ -319,7 +319,35 @@ Value *boolPtrAsI8(Builder &b, Value *ptr) {
 
 } // namespace
 
-Value *Builder::load(Value *ptr, Value *mask, std::optional<Operand> other) {
+/// Sets the cache and eviction hints of a tt.load / tt.store (see
+/// Builder::load); unknown values are the user's mistake.
+static void setCacheHints(Builder &b, Operation *op, const char *what,
+                          const std::string &cache,
+                          const std::string &eviction,
+                          std::initializer_list<const char *> caches) {
+  if (!cache.empty()) {
+    bool known = false;
+    std::string names;
+    for (const char *c : caches) {
+      known |= cache == c;
+      names += std::string(names.empty() ? "" : ", ") + "'" + c + "'";
+    }
+    if (!known)
+      b.error(std::string(what) + ": cache_modifier '" + cache +
+              "' is not one of " + names);
+    op->attrs()["cache"] = cache;
+  }
+  if (eviction.empty() || eviction == "evict_normal")
+    return;
+  if (eviction != "evict_first" && eviction != "evict_last")
+    b.error(std::string(what) + ": eviction_policy '" + eviction +
+            "' is not one of 'evict_first', 'evict_last', 'evict_normal'");
+  op->attrs()["eviction"] = eviction;
+}
+
+Value *Builder::load(Value *ptr, Value *mask, std::optional<Operand> other,
+                     const std::string &cache, const std::string &eviction,
+                     bool isVolatile) {
   requireValue(ptr, "load pointer");
   requirePointer(*this, "tl.load", ptr);
   if (!mask && other)
@@ -359,12 +387,17 @@ Value *Builder::load(Value *ptr, Value *mask, std::optional<Operand> other) {
   if (oth)
     operands.push_back(oth);
   Value *r = mk(*this, OpCode::Load, operands, ptr->type()->withElement(elt));
+  setCacheHints(*this, r->definingOp(), "tl.load", cache, eviction,
+                {".ca", ".cg", ".cv"});
+  if (isVolatile)
+    r->definingOp()->attrs()["volatile"] = true;
   if (origElt != elt)
     r = castElem(*this, r, origElt);
   return r;
 }
 
-void Builder::store(Value *ptr, Operand value, Value *mask) {
+void Builder::store(Value *ptr, Operand value, Value *mask,
+                    const std::string &cache, const std::string &eviction) {
   requireValue(ptr, "store pointer");
   requirePointer(*this, "tl.store", ptr);
   Value *val = materialize(value);
@@ -397,7 +430,9 @@ void Builder::store(Value *ptr, Operand value, Value *mask) {
   std::vector<Value *> operands{ptr, val};
   if (mask)
     operands.push_back(mask);
-  create(OpCode::Store, operands, {});
+  Operation *st = create(OpCode::Store, operands, {});
+  setCacheHints(*this, st, "tl.store", cache, eviction,
+                {".wb", ".cg", ".cs", ".wt"});
 }
 
 namespace {

@@ -19,6 +19,9 @@ const PassTable &tilePasses() {
       {"widen-offsets",
        "Compute offsets into tensors of 2^31+ elements (tt.int64_offsets) in i64",
        widenOffsets},
+      {"narrow-division",
+       "Do 64-bit division/remainder of extended 32-bit values in 32 bits",
+       narrowDivision},
   };
   return passes;
 }
@@ -30,6 +33,7 @@ std::vector<std::string> defaultPipeline() {
       "unroll",       // tl.static_range
       "canonicalize", // fold the unrolled ivs
       "widen-offsets", // 64-bit offsets into tensors of 2^31+ elements
+      "narrow-division", // pid.to(int64) // n: a 32-bit division
       "cse",
       "dce",
   };

@@ -763,12 +763,13 @@ tt.func @k(%p: !tt.ptr<i32>, %x: i32, %y: i32) attributes {kernel = true} {
 // ---------------------------------------------------------------------------
 
 TEST(PassesManager, RegistryAndDefaultPipeline) {
-  std::vector<std::string> expected = {"inline",       "canonicalize", "unroll",
-                                       "canonicalize", "widen-offsets", "cse",
-                                       "dce"};
+  std::vector<std::string> expected = {
+      "inline",        "canonicalize",    "unroll", "canonicalize",
+      "widen-offsets", "narrow-division", "cse",    "dce"};
   EXPECT_EQ(defaultPipeline(), expected);
   for (std::string name :
-       {"inline", "canonicalize", "unroll", "cse", "dce", "licm", "widen-offsets"})
+       {"inline", "canonicalize", "unroll", "cse", "dce", "licm", "widen-offsets",
+        "narrow-division"})
     EXPECT_NE(lookupPass(tilePasses(), name), nullptr) << name;
   EXPECT_EQ(lookupPass(tilePasses(), "nope"), nullptr);
   for (const std::string &name : defaultPipeline())

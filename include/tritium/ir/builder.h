@@ -186,8 +186,17 @@ public:
 
   /// tl.load(ptr, mask, other): ptr a pointer or tensor of pointers; mask
   /// and other broadcast to ptr's shape; other is cast to the element type.
-  Value *load(Value *ptr, Value *mask, std::optional<Operand> other);
-  void store(Value *ptr, Operand value, Value *mask);
+  /// Hints: a cache modifier (".ca", ".cg", ".cv"), an eviction policy
+  /// ("evict_first", "evict_last"; "evict_normal" is none) and volatile
+  /// become the tt.load's attributes (cache, eviction, volatile); another
+  /// value is a user error. They change how the GPU caches the access, not
+  /// its result.
+  Value *load(Value *ptr, Value *mask, std::optional<Operand> other,
+              const std::string &cache = "", const std::string &eviction = "",
+              bool isVolatile = false);
+  /// tl.store; cache modifiers ".wb", ".cg", ".cs", ".wt".
+  void store(Value *ptr, Operand value, Value *mask,
+             const std::string &cache = "", const std::string &eviction = "");
   /// tl.atomic_add and friends; kind as in tt.atomic_rmw. sem ("acquire",
   /// "release", "acq_rel", "relaxed") and scope ("gpu", "cta", "sys") become
   /// the op's attributes when not empty; other values are user errors.

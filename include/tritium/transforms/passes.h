@@ -55,4 +55,13 @@ void licm(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// .masks, .ops.
 void widenOffsets(Module &m, const PipelineOptions &opts, PassStats &stats);
 
+/// `--narrow-division`: a 64-bit arith.divsi/remsi/divui/remui whose
+/// operands are 32-bit integers extended (or constants that fit in 32 bits)
+/// becomes the 32-bit op and an extension of its result, where the two
+/// agree for every input: always for unsigned ops; for signed ones when the
+/// dividend is known non-negative (program ids, ranges, constants) or the
+/// divisor is a constant other than -1 (see narrow_division.cpp). A 64-bit
+/// division is a long subroutine on the GPU. Counter: narrow-division.ops.
+void narrowDivision(Module &m, const PipelineOptions &opts, PassStats &stats);
+
 } // namespace tritium

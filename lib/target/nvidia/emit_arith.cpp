@@ -14,11 +14,14 @@
 // fmod (RemF) is exact, as C's.
 #include "emitter.h"
 
+#include "tritium/transforms/fold.h"
+
 #include "tritium/support/float_formats.h"
 
 #include <cmath>
 
 #include <cstring>
+#include <optional>
 
 namespace tritium::nvidia {
 
@@ -234,6 +237,19 @@ std::string fmodF64(Emitter &e, const std::string &a, const std::string &b);
 
 std::string floatBinary(Emitter &e, const Operation &op, OpCode c, DType t,
                         std::string a, std::string b) {
+  // fp16 (any target) and bf16 (sm_90) add, sub and mul run natively:
+  // fp32 carries more than twice their precision, so computing in fp32 and
+  // rounding once gives the same result, in three instructions more per
+  // element; ptxas pairs the native ones into HADD2/HMUL2/HFMA2 (Triton's
+  // code for bf16 * bf16).
+  bool native = t == DType::FP16 || (t == DType::BF16 && e.opts.target.sm >= 90);
+  if (native && (c == OpCode::AddF || c == OpCode::SubF || c == OpCode::MulF)) {
+    std::string d = e.reg(RC::B16);
+    const char *name = c == OpCode::AddF ? "add" : c == OpCode::SubF ? "sub" : "mul";
+    std::string rn = e.opts.enableFpFusion ? "." : ".rn.";
+    e.ins(name + rn + (t == DType::FP16 ? "f16 " : "bf16 ") + d + ", " + a + ", " + b);
+    return d;
+  }
   if (isSmallFloat(t)) {
     std::string r = floatBinary(e, op, c, DType::FP32, toF32(e, op, t, a),
                                 toF32(e, op, t, b));
@@ -1060,6 +1076,66 @@ std::string binaryElement(Emitter &e, const Operation &op, OpCode code,
   return intBinary(e, code, elem->dtype(), a, b);
 }
 
+namespace {
+
+/// The value of `range OP k` in every thread when the range's bounds [lo,
+/// hi] decide it (a register of a tl.arange, see Emitter::rangeBounds).
+std::optional<bool> decideRangeCompare(const std::string &pred, int64_t lo,
+                                       int64_t hi, int64_t k) {
+  // Ranges are never negative, so unsigned and signed orders agree when k
+  // is not negative.
+  std::string p = pred;
+  if (p[0] == 'u') {
+    if (k < 0 || lo < 0)
+      return std::nullopt;
+    p[0] = 's';
+  }
+  if (p == "slt")
+    return hi < k ? std::optional<bool>(true) : lo >= k ? std::optional<bool>(false) : std::nullopt;
+  if (p == "sle")
+    return hi <= k ? std::optional<bool>(true) : lo > k ? std::optional<bool>(false) : std::nullopt;
+  if (p == "sgt")
+    return lo > k ? std::optional<bool>(true) : hi <= k ? std::optional<bool>(false) : std::nullopt;
+  if (p == "sge")
+    return lo >= k ? std::optional<bool>(true) : hi < k ? std::optional<bool>(false) : std::nullopt;
+  return std::nullopt;
+}
+
+/// Element i of an and/or/select/comparison whose value the known
+/// predicates decide (Emitter::knownPreds): the register it is, or "".
+std::string foldKnownPredicate(Emitter &e, const Operation &op, const Type *elem,
+                               const std::vector<const Regs *> &in, int i,
+                               std::optional<int64_t> cmpConst) {
+  OpCode c = op.code();
+  auto a = [&](int k) { return (*in[k])[i]; };
+  if (c == OpCode::CmpI && cmpConst && !elem->isPointer()) {
+    auto it = e.rangeBounds.find(a(0));
+    if (it == e.rangeBounds.end())
+      return "";
+    auto v = decideRangeCompare(op.strAttr("predicate"), it->second.first,
+                                it->second.second, *cmpConst);
+    return v ? e.constPred(*v) : "";
+  }
+  if (c == OpCode::Select) {
+    auto v = e.knownPred(a(0));
+    return v ? a(*v ? 1 : 2) : "";
+  }
+  if (elem->isPointer() || elem->dtype() != DType::I1 ||
+      (c != OpCode::AndI && c != OpCode::OrI))
+    return "";
+  auto x = e.knownPred(a(0)), y = e.knownPred(a(1));
+  bool absorbing = c == OpCode::OrI; // x | true = true, x & false = false
+  if ((x && *x == absorbing) || (y && *y == absorbing))
+    return e.constPred(absorbing);
+  if (x)
+    return a(1);
+  if (y)
+    return a(0);
+  return "";
+}
+
+} // namespace
+
 bool emitArithmetic(Emitter &e, Operation &op) {
   OpCode c = op.code();
   bool isIntBin = op.hasTrait(IBIN), isFloatBin = op.hasTrait(FBIN);
@@ -1086,6 +1162,10 @@ bool emitArithmetic(Emitter &e, Operation &op) {
   const Type *elem =
       op.operand(c == OpCode::Select ? 1 : 0)->type()->scalarType();
   std::vector<int> rep = e.equalRegisters(op.result(0));
+  std::optional<int64_t> cmpConst;
+  if (c == OpCode::CmpI)
+    if (auto k = getConstant(op.operand(1)); k && !k->isFloat())
+      cmpConst = k->asInt();
   Regs out;
   for (int i = 0; i < n; ++i) {
     if (!e.demanded(op.result(0), i)) {
@@ -1097,8 +1177,10 @@ bool emitArithmetic(Emitter &e, Operation &op) {
       continue;
     }
     auto a = [&](int k) { return (*in[k])[i]; };
-    std::string r;
-    if (isIntBin)
+    std::string r = foldKnownPredicate(e, op, elem, in, i, cmpConst);
+    if (!r.empty())
+      ;
+    else if (isIntBin)
       r = intBinary(e, c, elem->dtype(), a(0), a(1));
     else if (isFloatBin)
       r = floatBinary(e, op, c, elem->dtype(), a(0), a(1));

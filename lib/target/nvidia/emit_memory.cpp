@@ -10,6 +10,8 @@
 // (emit_bounds.cpp) every access instruction also runs under its check.
 #include "emitter.h"
 
+#include <optional>
+
 namespace tritium::nvidia {
 
 /// Elements per access for a tensor of pointers. Any linear layout: with
@@ -189,8 +191,14 @@ void emitLoad(Emitter &e, Operation &op) {
   e.noteAccess(op, "ld.global", eb, v, (n + v - 1) / v);
   Regs out;
   for (int g = 0; g < n; g += v) {
-    std::string pred =
-        e.checkAccess(site, pr[g], (int)(v * eb), mr ? (*mr)[g] : "");
+    // A mask every thread knows (Emitter::knownPreds): true guards nothing;
+    // false leaves the registers at `other` and loads nothing.
+    std::string m = mr ? (*mr)[g] : "";
+    std::optional<bool> known = e.knownPred(m);
+    if (known && *known)
+      m = "";
+    std::string pred = e.checkAccess(site, pr[g], (int)(v * eb), m);
+    bool skip = known && !*known && pred == m;
     std::string guard = pred.empty() ? "" : "@" + pred + " ";
     Regs got;
     if (eb >= 4 || v == 1) {
@@ -207,7 +215,8 @@ void emitLoad(Emitter &e, Operation &op) {
         got.push_back(d);
       }
       std::string ty = memType(elem, true);
-      e.ins(guard + "ld" + mods + (v > 1 ? ".v" + std::to_string(v) : "") +
+      if (!skip)
+        e.ins(guard + "ld" + mods + (v > 1 ? ".v" + std::to_string(v) : "") +
             "." + ty + " " + list(got) + ", [" + pr[g] + "]");
     } else {
       int words = (int)(v * eb / 4), per = (int)(4 / eb);
@@ -226,7 +235,8 @@ void emitLoad(Emitter &e, Operation &op) {
         }
         w.push_back(r);
       }
-      e.ins(guard + "ld" + mods +
+      if (!skip)
+        e.ins(guard + "ld" + mods +
             (words > 1 ? ".v" + std::to_string(words) : "") + ".b32 " +
             list(w) + ", [" + pr[g] + "]");
       bool signedByte = !elem->isPointer() && elem->dtype() == DType::I8;
@@ -273,8 +283,12 @@ void emitStore(Emitter &e, Operation &op) {
   int site = e.accessSite(op, ptr, "store", (int)eb);
   e.noteAccess(op, "st.global", eb, v, (n + v - 1) / v);
   for (int g = 0; g < n; g += v) {
-    std::string p =
-        e.checkAccess(site, pr[g], (int)(v * eb), guardOf(e, mr, g, owner));
+    // A mask every thread knows: false stores nothing, true guards nothing.
+    std::optional<bool> known = e.knownPred(mr ? (*mr)[g] : "");
+    if (known && !*known && site < 0)
+      continue;
+    std::string p = e.checkAccess(site, pr[g], (int)(v * eb),
+                                  guardOf(e, known && *known ? nullptr : mr, g, owner));
     std::string guard = p.empty() ? "" : "@" + p + " ";
     Regs vals;
     for (int k = 0; k < v; ++k)

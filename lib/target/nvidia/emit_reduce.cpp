@@ -83,10 +83,14 @@ struct ReduceCtx {
     std::string d = e.reg(rc);
     std::string ops = " " + d + ", " + a.v + ", " + b.v;
     if (!arg) {
+      // As elementwise fp32 add/mul (emit_arith.cpp): no rounding modifier
+      // when fp fusion is on, so ptxas may fuse the sum of products
+      // (tl.sum(a * b)) into fma as LLVM does for Triton.
+      std::string rn = e.opts.enableFpFusion ? "." : ".rn.";
       if (kind == "sum")
-        e.ins(f ? "add.rn." + ft + ops : "add." + it + ops);
+        e.ins(f ? "add" + rn + ft + ops : "add." + it + ops);
       else if (kind == "prod")
-        e.ins(f ? "mul.rn." + ft + ops : "mul.lo." + it + ops);
+        e.ins(f ? "mul" + rn + ft + ops : "mul.lo." + it + ops);
       else if (kind == "max")
         e.ins(f ? "max." + ft + ops : "max." + it + ops);
       else if (kind == "min")

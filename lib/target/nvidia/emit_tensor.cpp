@@ -328,6 +328,10 @@ bool emitTensorOp(Emitter &e, Operation &op) {
     const gpu::LinearLayout &ll = gpu::linearOf(rt);
     e.threadCoord(rt, 0); // the prologue's registers come first
     int64_t start = op.intAttr("start");
+    int64_t threadMax = 0;
+    for (const auto *bases : {&ll.lane(), &ll.warp(), &ll.block()})
+      for (const gpu::Basis &b : *bases)
+        threadMax |= b[0];
     Regs out;
     for (int r = 0; r < ll.numRegs(); ++r) {
       std::string d = e.reg(RC::B32);
@@ -337,6 +341,7 @@ bool emitTensorOp(Emitter &e, Operation &op) {
       e.ins("add.s32 " + d + ", " + thr + ", " + std::to_string(c));
       if (start >= 0)
         e.rangeRegs[d] = {thr, c};
+      e.rangeBounds[d] = {c, c + threadMax};
       out.push_back(d);
     }
     e.bind(op.result(0), std::move(out));

@@ -265,6 +265,17 @@ Emitter::xorSplit(const std::string &thr, uint64_t mask, int64_t regPart) {
   return {it->second, regPart & ~int64_t(mask)};
 }
 
+std::string Emitter::constPred(bool v) {
+  std::string &p = constPred_[v];
+  if (p.empty()) {
+    p = reg(RC::Pred);
+    pro(std::string("setp.") + (v ? "eq" : "ne") + ".u32 " + p + ", " + tid() +
+        ", " + tid());
+    knownPreds[p] = v;
+  }
+  return p;
+}
+
 std::string Emitter::threadCoord(const Type *t, int dim) {
   std::vector<int64_t> w(t->rank(), 0);
   w[dim] = 1;

@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -148,6 +149,27 @@ public:
   /// can be the thread's address plus constant bytes (ptxas then folds the
   /// constant into the load's immediate offset, as Triton's code has it).
   std::map<std::string, std::pair<std::string, int64_t>> rangeRegs;
+  /// The same registers' values over all threads: [lo, hi] (the constant
+  /// plus the thread part's bound, the OR of the layout's lane and warp
+  /// coordinates: an XOR of bases sets no bit outside their union).
+  std::map<std::string, std::pair<int64_t, int64_t>> rangeBounds;
+  /// Predicate registers whose value every thread knows at compile time (a
+  /// comparison of a range with a constant that the bounds decide, e.g.
+  /// `arange(0, 16384) < 11008` in the registers past column 11008), and
+  /// the and/or/select of them. Loads under a false one are not emitted
+  /// (their registers keep `other`), stores are dropped (ptxas then removes
+  /// the arithmetic that fed them), a true one guards nothing: what LLVM
+  /// does for Triton from the thread id's range.
+  std::map<std::string, bool> knownPreds;
+  std::optional<bool> knownPred(const std::string &p) const {
+    auto it = knownPreds.find(p);
+    if (it == knownPreds.end())
+      return std::nullopt;
+    return it->second;
+  }
+  /// A predicate register holding `v` (a prologue register, recorded in
+  /// knownPreds).
+  std::string constPred(bool v);
   /// scf.for ops whose body leaves a wgmma group in flight (an async
   /// ttng.warp_group_dot accumulating into the loop's registers): emitOp
   /// waits for it after the loop.
@@ -218,7 +240,7 @@ private:
   std::map<Value *, std::vector<char>> demand_;
   bool demandComputed_ = false;
   int ptxVersion_ = 0;
-  std::string tid_, lane_, warp_;
+  std::string tid_, lane_, warp_, constPred_[2];
   std::map<std::string, std::string> threadLinearCache_, ownerCache_;
   std::string smemBase_;
   /// A gpu.barrier whose next op owns scratch: printed by

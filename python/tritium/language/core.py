@@ -891,7 +891,10 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
                          "pointers (defined by `make_block_ptr`) instead")
     other = _unwrap(other)
     return tensor(_builder().load(_pointer(pointer, "tl.load"), _mask(mask),
-                                  None if other is None else _operand(other, "other")))
+                                  None if other is None else _operand(other, "other"),
+                                  _hint(cache_modifier, "cache_modifier"),
+                                  _hint(eviction_policy, "eviction_policy"),
+                                  bool(_unwrap(volatile))))
 
 
 @builtin
@@ -905,7 +908,20 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="",
                          "a tensor of pointers or storing a scalar, because the compiler "
                          "does not know the boundary; please use block pointers (defined by "
                          "`make_block_ptr`) instead")
-    _builder().store(_pointer(pointer, "tl.store"), _operand(value, "value"), _mask(mask))
+    _builder().store(_pointer(pointer, "tl.store"), _operand(value, "value"), _mask(mask),
+                     _hint(cache_modifier, "cache_modifier"),
+                     _hint(eviction_policy, "eviction_policy"))
+
+
+def _hint(arg, what):
+    """A cache_modifier / eviction_policy: a string constexpr ("" or None: none); the builder
+    checks the value (a located error names the allowed ones)."""
+    arg = _unwrap(arg)
+    if arg is None:
+        return ""
+    if not isinstance(arg, str):
+        raise TypeError(f"{what} must be a string constexpr, got {arg!r}")
+    return arg
 
 
 def _ordering(arg, what):
