@@ -271,14 +271,16 @@ def test_persistent_matmul(M, N, K, ws):
     assert rel_err(c.float(), a.float() @ b.float()) < 1e-2
 
 
-BATCHED_KINDS = ["fp16", "fp16-acc16", "bf16", "fp32-ieee", "fp32-tf32", "fp32-tf32x3", "int8"]
+BATCHED_KINDS = ["fp16", "fp16-acc16", "bf16", "fp32-ieee", "fp32-tf32", "fp32-tf32x3", "int8",
+                 "fp8e4", "fp8e5"]
 
 
 def run_batched(kind, NB, M, N, K, BB, BM, BN, BK, num_warps=4):
     """batched_kernel on fresh inputs of `kind`, its output poisoned; the output and torch's
     result (fp64, or int64 for int8)."""
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
-          "int8": torch.int8}[kind.split("-")[0]]
+          "int8": torch.int8, "fp8e4": torch.float8_e4m3fn,
+          "fp8e5": torch.float8_e5m2}[kind.split("-")[0]]
     f16acc = kind == "fp16-acc16"
     a, b = rand((NB, M, K), dt), rand((NB, K, N), dt)
     out_dt = torch.int32 if dt == torch.int8 else torch.float16 if f16acc else torch.float32
@@ -330,7 +332,7 @@ def test_batched_dot_tensor_cores(kind, warps, NB, M, N, K, BB, BM, BN, BK):
     1, 4 and 8 warps; whole tiles and ragged ones (masks on batch, M, N and K). Tiles whose
     operand buffers do not fit shared memory at num_stages=3 (fp32 2x128x64x64) are skipped:
     the compiler refuses them with the bytes they need, as for a 2-D dot."""
-    eb = 4 if kind.startswith("fp32") else 1 if kind == "int8" else 2
+    eb = 4 if kind.startswith("fp32") else 1 if kind == "int8" or kind.startswith("fp8") else 2
     if (BB * BM * BK + BB * BK * BN) * eb * 3 > 200 * 1024:
         pytest.skip("operand buffers over shared memory at num_stages=3")
     out, want = run_batched(kind, NB, M, N, K, BB, BM, BN, BK, num_warps=warps)
