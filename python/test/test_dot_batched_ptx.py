@@ -158,3 +158,39 @@ def test_batched_dot_gpu_ir_on_the_executor(kind, NB, M, N, K, BB, BM, BN, BK, w
     want = np.matmul(a.astype(np.float64), b.astype(np.float64)) + c.astype(np.float64)
     err = np.linalg.norm(out.astype(np.float64) - want) / np.linalg.norm(want)
     assert err < (2e-2 if f16acc else 2e-3 if precision == "tf32" else 1e-5), err
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not installed")
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("warps", [1, 4, 8])
+def test_batched_attention_ptx_and_executor(warps, target, tmp_path):
+    """Two chained rank-3 dots with softmax statistics between them (slices of a batched mma
+    layout): both dots on mma.sync, no spills, and the GPU IR on the executor against numpy."""
+    from _dot_kernels import batched_attention_kernel  # noqa: PLC0415
+    B, M, N, D = 2, 32, 64, 32
+    sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32"}
+    k = tritium.compile(batched_attention_kernel, signature=sig, target=target, num_warps=warps,
+                        use_cache=False, constexprs={"B": B, "M": M, "N": N, "D": D},
+                        divisible_by_16=list(sig))
+    ptx = k.asm["ptx"]
+    # Per thread: 2 x (32/16) x (64/8) x (32/16) for each dot, over the warps.
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 128 // warps
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    r = subprocess.run([PTXAS, f"-arch={target}", "-v", str(path), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "0 bytes spill stores, 0 bytes spill loads" in r.stderr, r.stderr
+    rng = np.random.default_rng(warps)
+    q, kk, v = (rng.standard_normal(s).astype(np.float16) for s in ((B, M, D), (B, N, D), (B, N, D)))
+    o = np.full((B, M, D), np.nan, np.float32)
+
+    def ptr(x):
+        return _C.ExecPointer(x.ctypes.data, x.nbytes)
+
+    _C.execute(_C.parse_module(k.asm["gir"]), "batched_attention_kernel", (1, 1, 1),
+               [ptr(q), ptr(kk), ptr(v), ptr(o)], 1)
+    s = q.astype(np.float64) @ kk.astype(np.float64).transpose(0, 2, 1)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p @ v.astype(np.float64)) / p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(o, want, atol=2e-3)  # p rounded to fp16 before the second dot

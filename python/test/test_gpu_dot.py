@@ -337,3 +337,18 @@ def test_batched_dot_tensor_cores(kind, warps, NB, M, N, K, BB, BM, BN, BK):
         pytest.skip("operand buffers over shared memory at num_stages=3")
     out, want = run_batched(kind, NB, M, N, K, BB, BM, BN, BK, num_warps=warps)
     check_batched(kind, out, want, K)
+
+
+@pytest.mark.parametrize("warps", [1, 4, 8])
+@pytest.mark.parametrize("B,M,N,D", [(2, 32, 64, 32), (4, 16, 16, 16), (2, 64, 32, 64)], ids=str)
+def test_batched_attention(B, M, N, D, warps):
+    """Two chained rank-3 dots (softmax(q k^T) v over B heads) on the tensor cores, the row
+    statistics between them reductions of a batched mma accumulator."""
+    q, k, v = rand((B, M, D), torch.float16), rand((B, N, D), torch.float16), rand((B, N, D),
+                                                                                  torch.float16)
+    o = poisoned((B, M, D), torch.float32)
+    _dot_kernels.batched_attention_kernel[(1,)](q, k, v, o, B=B, M=M, N=N, D=D, num_warps=warps)
+    s = torch.bmm(q.double(), k.double().transpose(1, 2))
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    want = torch.bmm(p, v.double()) / p.sum(-1, keepdim=True)
+    assert rel_err(o, want) < 5e-3  # p is rounded to fp16 before the second dot
