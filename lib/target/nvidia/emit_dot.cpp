@@ -1,7 +1,9 @@
 // tt.dot: mma.sync on the tensor cores (accumulator in a #ttg.nvidia_mma
-// version-2 layout, operands in #ttg.dot_op layouts), or FMAs (any other
-// accumulator layout; operand layouts from accelerate-matmul that give each
-// thread all of K for its rows and columns).
+// version-2 layout, operands in #ttg.dot_op layouts; 2-D or batched, where
+// every coordinate carries its batch index and each instruction stays in
+// one batch element), or FMAs (any other accumulator layout; operand
+// layouts from accelerate-matmul that give each thread all of K for its
+// rows and columns).
 //
 // Registers are found through the layouts, not through assumptions about
 // their order: for thread (lane 0, warp 0) every register's coordinate is
