@@ -9,6 +9,9 @@
 //  2. A dot the tensor cores can compute (16-bit floats, fp8, int8, fp32 as
 //     tf32/tf32x3, on sm_80 and newer) gets an mma.sync accumulator layout
 //     (#ttg.nvidia_mma version 2, m16n8) and its operands dot_op layouts.
+//     A batched (rank-3) dot gets the batched form of those layouts (a
+//     leading batch dim, warps on the batch first), on sm_90a too: wgmma
+//     tiles a single matrix.
 //     The accumulator's layout is not a local property: the value is
 //     carried through scf.for / scf.if, so the whole web of values tied to
 //     it (iter_args, yields, loop results) changes layout together, and
@@ -124,6 +127,18 @@ std::vector<int64_t> warpsForMma(int64_t M, int64_t N, int numWarps) {
       wm *= 2; // more warps than tiles: copies
   }
   return {wm, wn};
+}
+
+/// Warps along batch, M and N for a batched mma.sync tile: one batch element
+/// per warp as far as the batch goes (a warp then shares no operand with
+/// another), the rest along M and N as for a 2-D tile.
+std::vector<int64_t> warpsForBatchedMma(int64_t B, int64_t M, int64_t N,
+                                        int numWarps) {
+  int64_t wb = 1;
+  while (wb * 2 <= B && wb * 2 <= numWarps)
+    wb *= 2;
+  std::vector<int64_t> mn = warpsForMma(M, N, numWarps / (int)wb);
+  return {wb, mn[0], mn[1]};
 }
 
 /// The k-width (K elements per 32-bit register) of mma.sync for operands of
@@ -289,14 +304,16 @@ Value *convertOperand(Operation *dot, unsigned i, const GPULayout *l,
   return createLayoutConversion(dot, v, l);
 }
 
-/// The contiguous dim (0 or 1) of the registers of a 2-D tensor type: the
-/// dim its first register (else lane) basis walks.
+/// The contiguous dim (0 or 1) of the registers of a 2-D tensor type, or of
+/// the matrix dims of a batched one (0: the second to last): the dim its
+/// first register (else lane) basis walks.
 int contiguousDim(const Type *t) {
   const LinearLayout &ll = linearOf(t);
+  size_t last = t->shape().size() - 1;
   for (const Basis &b : ll.reg())
-    return b[1] != 0 ? 1 : 0;
+    return b[last] != 0 ? 1 : 0;
   for (const Basis &b : ll.lane())
-    return b[1] != 0 ? 1 : 0;
+    return b[last] != 0 ? 1 : 0;
   return 1;
 }
 
@@ -345,14 +362,21 @@ Value *throughShared(Operation *dot, unsigned i, const GPULayout *l,
                      PassStats &stats) {
   Value *v = dot->operand(i);
   const Type *t = v->type();
+  // A batched operand stores its matrices one after the other (the batch
+  // dim slowest), each swizzled as a 2-D operand is.
+  int64_t off = int64_t(t->shape().size()) - 2;
   int c = contiguousDim(t);
   int64_t eb = storageBytes(t->element());
-  int64_t rowBytes = t->shape()[c] * eb;
-  int64_t vec = std::max<int64_t>(1, std::min<int64_t>(16 / eb, t->shape()[c]));
+  int64_t rowBytes = t->shape()[off + c] * eb;
+  int64_t vec = std::max<int64_t>(
+      1, std::min<int64_t>(16 / eb, t->shape()[off + c]));
   int64_t perPhase = std::max<int64_t>(1, 128 / rowBytes);
   int64_t maxPhase = std::clamp<int64_t>(rowBytes / 16, 1, 8);
-  const SwizzledSharedLayout *sl = SwizzledSharedLayout::get(
-      vec, perPhase, maxPhase, {int64_t(c), int64_t(1 - c)});
+  std::vector<int64_t> order = {off + c, off + 1 - c};
+  if (off)
+    order.push_back(0);
+  const SwizzledSharedLayout *sl =
+      SwizzledSharedLayout::get(vec, perPhase, maxPhase, order);
   const Type *m = Type::memdesc(t->element(), t->shape(), sl, false);
   Operation *at = allocPoint(dot, v);
   Value *mem = at->parentBlock()
@@ -485,22 +509,27 @@ void accelerate(Function &f, Operation *dot, const PipelineOptions &opts,
   std::string prec = dot->hasAttr("input_precision")
                          ? dot->strAttr("input_precision")
                          : std::string("ieee");
-  // A batched (rank-3) dot runs on FMAs for now (the tensor-core layouts
-  // here are 2-D).
+  // A batched (rank-3) dot uses mma.sync also on sm_90a: wgmma's
+  // warpgroups tile one matrix of 64-row multiples.
   if (rank == 2 && opts.target.sm >= 90 && opts.target.archA &&
       useWgmma(f, dot, numWarps, stats))
     return;
   bool fp8 = isFp8(da) && isFp8(db);
   DType opType = fp8 ? DType::FP16 : da;
   int kWidth = mmaKWidth(opType);
-  bool mma = rank == 2 && opts.target.sm >= 80 && kWidth && (fp8 || da == db) &&
+  bool mma = opts.target.sm >= 80 && kWidth && (fp8 || da == db) &&
              !(opType == DType::FP32 && prec == "ieee") &&
              (dc == DType::FP32 || dc == DType::I32 ||
               (dc == DType::FP16 && opType == DType::FP16)) &&
              M % 16 == 0 && N % 8 == 0 && K % (8 * kWidth) == 0;
   if (mma) {
     const NvidiaMmaLayout *acc =
-        NvidiaMmaLayout::get(2, 0, warpsForMma(M, N, numWarps), {16, 8});
+        rank == 2
+            ? NvidiaMmaLayout::get(2, 0, warpsForMma(M, N, numWarps), {16, 8})
+            : NvidiaMmaLayout::get(2, 0,
+                                   warpsForBatchedMma(rt->shape()[0], M, N,
+                                                      numWarps),
+                                   {1, 16, 8});
     retypeAccumulator(f, dot, acc, stats);
     for (unsigned i = 0; i < 2; ++i) {
       if (fp8)

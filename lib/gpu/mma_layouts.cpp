@@ -4,6 +4,7 @@
 
 #include "layout_text.h"
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -20,7 +21,14 @@ std::string listStr(const std::vector<int64_t> &v) {
   return os.str();
 }
 
-Basis at(int64_t row, int64_t col) { return {row, col}; }
+/// A basis of a tensor of `rank` (2, or 3 with a leading batch dim) moving
+/// `row` along its M (or K) dim and `col` along the last.
+Basis at(size_t rank, int64_t row, int64_t col) {
+  Basis b(rank, 0);
+  b[rank - 2] = row;
+  b[rank - 1] = col;
+  return b;
+}
 
 /// Bases of `bits` bits stepping `step` << i along `dim` of `shape`; a step
 /// at or beyond the tensor's extent is a zero basis (a copy), as in blocked
@@ -28,7 +36,7 @@ Basis at(int64_t row, int64_t col) { return {row, col}; }
 void steps(std::vector<Basis> &out, int dim, int64_t step, int64_t count,
            const std::vector<int64_t> &shape) {
   for (int64_t v = step; v < step * count; v *= 2) {
-    Basis b(2, 0);
+    Basis b(shape.size(), 0);
     if (v < shape[dim])
       b[dim] = v;
     out.push_back(b);
@@ -39,7 +47,7 @@ void steps(std::vector<Basis> &out, int dim, int64_t step, int64_t count,
 void wraps(std::vector<Basis> &reg, int dim, int64_t cover,
            const std::vector<int64_t> &shape) {
   for (int64_t v = cover; v < shape[dim]; v *= 2) {
-    Basis b(2, 0);
+    Basis b(shape.size(), 0);
     b[dim] = v;
     reg.push_back(b);
   }
@@ -51,7 +59,7 @@ void wraps(std::vector<Basis> &reg, int dim, int64_t cover,
 /// (zero), as in blocked layouts, so broadcasts onto the tile need no
 /// conversion.
 void checkShape(const GPULayout &l, const std::vector<int64_t> &shape) {
-  if (shape.size() != 2)
+  if ((int)shape.size() != l.rank())
     throw InternalError("layout " + l.str() + " applied to a tensor of rank " +
                         std::to_string(shape.size()));
   for (int64_t s : shape)
@@ -86,16 +94,21 @@ const NvidiaMmaLayout *NvidiaMmaLayout::get(int versionMajor, int versionMinor,
   l->instrShape = std::move(instrShape);
   const auto &w = l->warpsPerCTA, &s = l->instrShape;
   std::string why;
-  if (w.size() != 2 || !pow2(w[0]) || !pow2(w[1]))
-    why = "warpsPerCTA must be two powers of two";
+  bool batched = w.size() == 3;
+  if ((w.size() != 2 && !batched) ||
+      !std::all_of(w.begin(), w.end(), [](int64_t v) { return pow2(v); }))
+    why = "warpsPerCTA must be two (or, batched, three) powers of two";
   else if (versionMinor != 0)
     why = "versionMinor must be 0";
   else if (versionMajor == 2) {
-    if (s != std::vector<int64_t>{16, 8})
-      why = "mma.sync's instrShape is [16, 8]";
+    if (s != (batched ? std::vector<int64_t>{1, 16, 8}
+                      : std::vector<int64_t>{16, 8}))
+      why = "mma.sync's instrShape is [16, 8] ([1, 16, 8] batched)";
   } else if (versionMajor == 3) {
-    if (s.size() != 3 || s[0] != 16 || !pow2(s[1]) || s[1] < 8 ||
-        s[1] > 256 || (s[2] != 8 && s[2] != 16 && s[2] != 32))
+    if (batched)
+      why = "a batched (rank-3) dot has no wgmma layout";
+    else if (s.size() != 3 || s[0] != 16 || !pow2(s[1]) || s[1] < 8 ||
+             s[1] > 256 || (s[2] != 8 && s[2] != 16 && s[2] != 32))
       why = "wgmma's instrShape is [16, N, K] with N a power of two in "
             "8..256 and K 8, 16 or 32";
     else if (w[0] % 4)
@@ -116,25 +129,34 @@ std::vector<int64_t> NvidiaMmaLayout::warpTile() const {
 LinearLayout NvidiaMmaLayout::toLinear(const std::vector<int64_t> &shape) const {
   int64_t tileN = warpTile()[1];
   // One instruction: mma.sync computes 16 x 8 per warp, wgmma 64 x N per
-  // warpgroup.
+  // warpgroup. A batched layout adds a leading batch dim: each instruction
+  // stays within one batch element, warps and register repeats step over
+  // the batch after N and M.
   checkShape(*this, shape);
+  size_t r = shape.size(), mDim = r - 2, nDim = r - 1;
+  int64_t wM = warpsPerCTA[r - 2], wN = warpsPerCTA[r - 1];
   // The 16x8 fragment: register bit 0 the column pair, lanes (column pairs
   // by threadID_in_group, rows by groupID), register bit 1 the lower 8 rows.
-  std::vector<Basis> reg = {at(0, 1), at(8, 0)};
-  std::vector<Basis> lane = {at(0, 2), at(0, 4), at(1, 0), at(2, 0), at(4, 0)};
+  std::vector<Basis> reg = {at(r, 0, 1), at(r, 8, 0)};
+  std::vector<Basis> lane = {at(r, 0, 2), at(r, 0, 4), at(r, 1, 0),
+                             at(r, 2, 0), at(r, 4, 0)};
   // wgmma: the 8-column fragments of the warp's 16 x N in more registers.
   for (int64_t v = 8; v < tileN; v *= 2)
-    reg.push_back(at(0, v));
+    reg.push_back(at(r, 0, v));
   std::vector<Basis> warp;
   if (isHopper()) {
-    steps(warp, 0, 16, warpsPerCTA[0], shape);
-    steps(warp, 1, tileN, warpsPerCTA[1], shape);
+    steps(warp, mDim, 16, wM, shape);
+    steps(warp, nDim, tileN, wN, shape);
   } else {
-    steps(warp, 1, tileN, warpsPerCTA[1], shape);
-    steps(warp, 0, 16, warpsPerCTA[0], shape);
+    steps(warp, nDim, tileN, wN, shape);
+    steps(warp, mDim, 16, wM, shape);
+    if (r == 3)
+      steps(warp, 0, 1, warpsPerCTA[0], shape);
   }
-  wraps(reg, 1, tileN * warpsPerCTA[1], shape);
-  wraps(reg, 0, 16 * warpsPerCTA[0], shape);
+  wraps(reg, nDim, tileN * wN, shape);
+  wraps(reg, mDim, 16 * wM, shape);
+  if (r == 3)
+    wraps(reg, 0, warpsPerCTA[0], shape);
   clampToShape(reg, shape);
   clampToShape(lane, shape);
   return LinearLayout::distributed(shape, std::move(reg), std::move(lane),
@@ -176,14 +198,17 @@ const DotOperandLayout *DotOperandLayout::get(int opIdx, const GPULayout *parent
 
 LinearLayout
 DotOperandLayout::toLinear(const std::vector<int64_t> &shape) const {
-  // Dims of the operand: K and the other one (M for A, N for B).
-  int kDim = opIdx == 0 ? 1 : 0, oDim = 1 - kDim;
+  checkShape(*this, shape);
+  // Dims of the operand ([batch,] M, K for A; [batch,] K, N for B): K and
+  // the other one (M for A, N for B).
+  size_t r = shape.size();
+  int kDim = int(r) - (opIdx == 0 ? 1 : 2);
+  int oDim = int(r) - (opIdx == 0 ? 2 : 1);
   int64_t tileK = 8 * kWidth;
   // A: 16 rows per warp (a wgmma warpgroup's 64 in four warps); B: 8 columns.
   int64_t tileO = opIdx == 0 ? 16 : 8;
-  checkShape(*this, shape);
   auto along = [&](int dim, int64_t v) {
-    Basis b(2, 0);
+    Basis b(r, 0);
     b[dim] = v;
     return b;
   };
@@ -199,16 +224,18 @@ DotOperandLayout::toLinear(const std::vector<int64_t> &shape) const {
     reg.push_back(along(oDim, 8));
   reg.push_back(along(kDim, 4 * kWidth));
   // The parent's warps: those along this operand's other dim keep their
-  // place; those along the other operand's dim hold copies.
+  // place; those along the other operand's dim hold copies; those along
+  // the batch (last, in a batched parent) keep theirs.
   std::vector<Basis> warp;
-  int parentO = opIdx == 0 ? 0 : 1; // the parent dim this operand shares
+  int parentO = int(r) - (opIdx == 0 ? 2 : 1); // the parent dim it shares
+  int parentOther = int(r) - (opIdx == 0 ? 1 : 2);
   int64_t wO = parent->warpsPerCTA[parentO];
-  int64_t wOther = parent->warpsPerCTA[1 - parentO];
+  int64_t wOther = parent->warpsPerCTA[parentOther];
   auto zeros = [&](int64_t count) {
     for (int64_t v = 1; v < count; v *= 2)
-      warp.push_back(Basis(2, 0));
+      warp.push_back(Basis(r, 0));
   };
-  bool oFirst = parent->isHopper() ? parentO == 0 : parentO == 1;
+  bool oFirst = parent->isHopper() ? opIdx == 0 : opIdx == 1;
   if (oFirst) {
     steps(warp, oDim, tileO, wO, shape);
     zeros(wOther);
@@ -216,8 +243,12 @@ DotOperandLayout::toLinear(const std::vector<int64_t> &shape) const {
     zeros(wOther);
     steps(warp, oDim, tileO, wO, shape);
   }
+  if (r == 3)
+    steps(warp, 0, 1, parent->warpsPerCTA[0], shape);
   wraps(reg, kDim, tileK, shape);
   wraps(reg, oDim, tileO * wO, shape);
+  if (r == 3)
+    wraps(reg, 0, parent->warpsPerCTA[0], shape);
   clampToShape(reg, shape);
   clampToShape(lane, shape);
   return LinearLayout::distributed(shape, std::move(reg), std::move(lane),

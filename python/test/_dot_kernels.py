@@ -30,3 +30,57 @@ def persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
             acc = tl.dot(a, b, acc)
         c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def batched_kernel(a_ptr, b_ptr, c_ptr, out_ptr, NB, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
+                   BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
+                   HAS_ACC: tl.constexpr, F16_ACC: tl.constexpr = False):
+    """out[b] = a[b] @ b[b] (+ c[b]) for a block of BB batches, with a K loop and masks on every
+    dim (ragged batch, M, N and K). F16_ACC: accumulate in fp16 (out_dtype=tl.float16)."""
+    rb = tl.program_id(0) * BB + tl.arange(0, BB)[:, None, None]
+    rm = tl.program_id(1) * BM + tl.arange(0, BM)[None, :, None]
+    rn = tl.program_id(2) * BN + tl.arange(0, BN)[None, None, :]
+    kc = tl.arange(0, BK)[None, None, :]
+    kr = tl.arange(0, BK)[None, :, None]
+    if F16_ACC:
+        acc = tl.zeros((BB, BM, BN), dtype=tl.float16)
+    elif a_ptr.dtype.element_ty == tl.int8:
+        acc = tl.zeros((BB, BM, BN), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BB, BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rb * M * K + rm * K + k + kc, mask=(rb < NB) & (rm < M) & (k + kc < K),
+                    other=0)
+        b = tl.load(b_ptr + rb * K * N + (k + kr) * N + rn,
+                    mask=(rb < NB) & (k + kr < K) & (rn < N), other=0)
+        if F16_ACC:
+            acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+        else:
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    mask = (rb < NB) & (rm < M) & (rn < N)
+    if HAS_ACC:
+        acc += tl.load(c_ptr + rb * M * N + rm * N + rn, mask=mask)
+    tl.store(out_ptr + rb * M * N + rm * N + rn, acc, mask=mask)
+
+
+@triton.jit
+def batched_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, B: tl.constexpr, M: tl.constexpr,
+                             N: tl.constexpr, D: tl.constexpr):
+    """o[b] = softmax(q[b] @ k[b]^T) @ v[b] for B heads at once: two chained rank-3 dots with the
+    row statistics (reductions over the last axis of a batched accumulator) between them."""
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rdc = tl.arange(0, D)[None, None, :]
+    rdr = tl.arange(0, D)[None, :, None]
+    rnr = tl.arange(0, N)[None, :, None]
+    q = tl.load(q_ptr + rb * M * D + rm * D + rdc)
+    kt = tl.load(k_ptr + rb * N * D + rn * D + rdr)
+    v = tl.load(v_ptr + rb * N * D + rnr * D + rdc)
+    s = tl.dot(q, kt)
+    m = tl.max(s, axis=2)
+    p = tl.exp(s - m[:, :, None])
+    l = tl.sum(p, axis=2)
+    o = tl.dot(p.to(tl.float16), v) / l[:, :, None]
+    tl.store(o_ptr + rb * M * D + rm * D + rdc, o)

@@ -271,55 +271,84 @@ def test_persistent_matmul(M, N, K, ws):
     assert rel_err(c.float(), a.float() @ b.float()) < 1e-2
 
 
-@triton.jit
-def batched_kernel(a_ptr, b_ptr, c_ptr, out_ptr, NB, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
-                   BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
-                   HAS_ACC: tl.constexpr):
-    """out[b] = a[b] @ b[b] (+ c[b]) for a block of BB batches, with a K loop and masks on every
-    dim (ragged batch, M, N and K)."""
-    rb = tl.program_id(0) * BB + tl.arange(0, BB)[:, None, None]
-    rm = tl.program_id(1) * BM + tl.arange(0, BM)[None, :, None]
-    rn = tl.program_id(2) * BN + tl.arange(0, BN)[None, None, :]
-    kc = tl.arange(0, BK)[None, None, :]
-    kr = tl.arange(0, BK)[None, :, None]
-    if a_ptr.dtype.element_ty == tl.int8:
-        acc = tl.zeros((BB, BM, BN), dtype=tl.int32)
+BATCHED_KINDS = ["fp16", "fp16-acc16", "bf16", "fp32-ieee", "fp32-tf32", "fp32-tf32x3", "int8",
+                 "fp8e4", "fp8e5"]
+
+
+def run_batched(kind, NB, M, N, K, BB, BM, BN, BK, num_warps=4):
+    """batched_kernel on fresh inputs of `kind`, its output poisoned; the output and torch's
+    result (fp64, or int64 for int8)."""
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
+          "int8": torch.int8, "fp8e4": torch.float8_e4m3fn,
+          "fp8e5": torch.float8_e5m2}[kind.split("-")[0]]
+    f16acc = kind == "fp16-acc16"
+    a, b = rand((NB, M, K), dt), rand((NB, K, N), dt)
+    out_dt = torch.int32 if dt == torch.int8 else torch.float16 if f16acc else torch.float32
+    c = rand((NB, M, N), torch.float32).to(out_dt)
+    out = poisoned((NB, M, N), out_dt)
+    precision = kind.split("-")[1] if kind.startswith("fp32") else "ieee"
+    grid = (triton.cdiv(NB, BB), triton.cdiv(M, BM), triton.cdiv(N, BN))
+    _dot_kernels.batched_kernel[grid](a, b, c, out, NB, M, N, K, BB=BB, BM=BM, BN=BN, BK=BK,
+                                      PRECISION=precision, HAS_ACC=True, F16_ACC=f16acc,
+                                      num_warps=num_warps)
+    if dt == torch.int8:
+        want = torch.bmm(a.cpu().to(torch.int64), b.cpu().to(torch.int64)) + c.cpu().to(torch.int64)
+    elif precision == "tf32":
+        want = torch.bmm(tf32(a).double(), tf32(b).double()) + c.double()
     else:
-        acc = tl.zeros((BB, BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        a = tl.load(a_ptr + rb * M * K + rm * K + k + kc, mask=(rb < NB) & (rm < M) & (k + kc < K),
-                    other=0)
-        b = tl.load(b_ptr + rb * K * N + (k + kr) * N + rn,
-                    mask=(rb < NB) & (k + kr < K) & (rn < N), other=0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    mask = (rb < NB) & (rm < M) & (rn < N)
-    if HAS_ACC:
-        acc += tl.load(c_ptr + rb * M * N + rm * N + rn, mask=mask)
-    tl.store(out_ptr + rb * M * N + rm * N + rn, acc, mask=mask)
+        want = torch.bmm(a.double(), b.double()) + c.double()
+    return out, want
 
 
-@pytest.mark.parametrize("kind", ["fp16", "bf16", "fp32-ieee", "fp32-tf32", "int8"])
+def check_batched(kind, out, want, K):
+    if kind == "int8":
+        assert torch.equal(out.cpu().to(torch.int64), want)
+    elif kind == "fp16-acc16":
+        # fp16 sums (rounded per instruction), then + c in fp16.
+        assert rel_err(out, want) < 2e-2
+    else:
+        assert rel_err(out, want) < 1e-5
+
+
+@pytest.mark.parametrize("kind", BATCHED_KINDS)
 @pytest.mark.parametrize("NB,M,N,K,BB,BM,BN,BK", [(2, 16, 16, 16, 2, 16, 16, 16),
                                                   (5, 40, 24, 70, 2, 32, 16, 32),
                                                   (3, 64, 64, 64, 1, 64, 64, 16)], ids=str)
 def test_batched_dot(kind, NB, M, N, K, BB, BM, BN, BK):
     """Batched (rank-3) tl.dot against torch.bmm, ragged shapes included."""
-    dt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
-          "int8": torch.int8}[kind.split("-")[0]]
-    a, b = rand((NB, M, K), dt), rand((NB, K, N), dt)
-    out_dt = torch.int32 if dt == torch.int8 else torch.float32
-    c = rand((NB, M, N), torch.float32).to(out_dt)
-    out = poisoned((NB, M, N), out_dt)
-    precision = kind.split("-")[1] if kind.startswith("fp32") else "ieee"
-    grid = (triton.cdiv(NB, BB), triton.cdiv(M, BM), triton.cdiv(N, BN))
-    batched_kernel[grid](a, b, c, out, NB, M, N, K, BB=BB, BM=BM, BN=BN, BK=BK,
-                         PRECISION=precision, HAS_ACC=True)
-    if dt == torch.int8:
-        want = torch.bmm(a.cpu().to(torch.int64), b.cpu().to(torch.int64)) + c.cpu().to(torch.int64)
-        assert torch.equal(out.cpu().to(torch.int64), want)
-    elif precision == "tf32":
-        want = torch.bmm(tf32(a), tf32(b)).double() + c.double()
-        assert rel_err(out, want) < 1e-5
-    else:
-        want = torch.bmm(a.double(), b.double()) + c.double()
-        assert rel_err(out, want) < 1e-5
+    out, want = run_batched(kind, NB, M, N, K, BB, BM, BN, BK)
+    check_batched(kind, out, want, K)
+
+
+@pytest.mark.parametrize("kind", [k for k in BATCHED_KINDS if k != "fp32-ieee"])
+@pytest.mark.parametrize("warps", [1, 4, 8])
+@pytest.mark.parametrize("NB,M,N,K,BB,BM,BN,BK", [(2, 16, 16, 16, 2, 16, 16, 16),
+                                                  (4, 64, 32, 32, 4, 64, 32, 32),
+                                                  (2, 128, 64, 64, 2, 128, 64, 64),
+                                                  (7, 100, 72, 200, 4, 64, 32, 64),
+                                                  (9, 33, 17, 40, 8, 32, 16, 32)], ids=str)
+def test_batched_dot_tensor_cores(kind, warps, NB, M, N, K, BB, BM, BN, BK):
+    """Rank-3 dots on mma.sync (batched mma layouts: warps over the batch, then M and N), with
+    1, 4 and 8 warps; whole tiles and ragged ones (masks on batch, M, N and K). Tiles whose
+    operand buffers do not fit shared memory at num_stages=3 (fp32 2x128x64x64) are skipped:
+    the compiler refuses them with the bytes they need, as for a 2-D dot."""
+    eb = 4 if kind.startswith("fp32") else 1 if kind == "int8" or kind.startswith("fp8") else 2
+    if (BB * BM * BK + BB * BK * BN) * eb * 3 > 200 * 1024:
+        pytest.skip("operand buffers over shared memory at num_stages=3")
+    out, want = run_batched(kind, NB, M, N, K, BB, BM, BN, BK, num_warps=warps)
+    check_batched(kind, out, want, K)
+
+
+@pytest.mark.parametrize("warps", [1, 4, 8])
+@pytest.mark.parametrize("B,M,N,D", [(2, 32, 64, 32), (4, 16, 16, 16), (2, 64, 32, 64)], ids=str)
+def test_batched_attention(B, M, N, D, warps):
+    """Two chained rank-3 dots (softmax(q k^T) v over B heads) on the tensor cores, the row
+    statistics between them reductions of a batched mma accumulator."""
+    q, k, v = rand((B, M, D), torch.float16), rand((B, N, D), torch.float16), rand((B, N, D),
+                                                                                  torch.float16)
+    o = poisoned((B, M, D), torch.float32)
+    _dot_kernels.batched_attention_kernel[(1,)](q, k, v, o, B=B, M=M, N=N, D=D, num_warps=warps)
+    s = torch.bmm(q.double(), k.double().transpose(1, 2))
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    want = torch.bmm(p, v.double()) / p.sum(-1, keepdim=True)
+    assert rel_err(o, want) < 5e-3  # p is rounded to fp16 before the second dot

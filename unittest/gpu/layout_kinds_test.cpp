@@ -187,7 +187,10 @@ void expectInverses(const LinearLayout &ll, int numWarps,
     for (int lane = 0; lane < 32; ++lane)
       for (int r = 0; r < ll.numRegs(); ++r)
         seen.insert(ll.apply(r, lane, w));
-  ASSERT_EQ((int64_t)seen.size(), shape[0] * shape[1]) << "an element is lost";
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= d;
+  ASSERT_EQ((int64_t)seen.size(), elements) << "an element is lost";
   if (ll.isInjective()) {
     LinearLayout inv = ll.invert();
     for (int w = 0; w < numWarps; ++w)
@@ -213,6 +216,36 @@ void expectRoundTrip(const GPULayout *l, const std::vector<int64_t> &shape) {
   size_t pos = 2;
   EXPECT_EQ(parseLayout(text, pos, shape), l) << text;
   EXPECT_EQ(text.substr(pos), ">");
+}
+
+/// A batched (rank-3) layout against the 2-D reference `ref2` of its
+/// matrix part (registers 0..regs2-1, warps 0..warps2-1): register r is
+/// matrix register r % regs2 of batch repeat r / regs2, warp w is matrix
+/// warp w % warps2 of batch warp w / warps2, and the batch coordinate is
+/// batch warp + wB * batch repeat (modulo the batch: warps beyond it hold
+/// copies).
+void expectBatchedMatches(const LinearLayout &ll, const Reference &ref2,
+                          int64_t regs2, int64_t warps2, int64_t wB,
+                          int64_t batch, const std::string &what) {
+  SCOPED_TRACE(what);
+  int64_t repsB = divUp(batch, wB);
+  ASSERT_EQ(ll.numRegs(), regs2 * repsB);
+  ASSERT_EQ(ll.numWarps(), warps2 * wB);
+  int bad = 0;
+  for (int64_t w = 0; w < warps2 * wB; ++w)
+    for (int64_t lane = 0; lane < 32; ++lane)
+      for (int64_t r = 0; r < ll.numRegs(); ++r) {
+        Coord m = ref2(r % regs2, lane, w % warps2);
+        Basis want = {(w / warps2 + wB * (r / regs2)) % batch, m.first,
+                      m.second};
+        Basis got = ll.apply((int)r, (int)lane, (int)w);
+        if (got != want && bad++ < 5)
+          ADD_FAILURE() << "register " << r << " lane " << lane << " warp "
+                        << w << ": layout (" << got[0] << ", " << got[1]
+                        << ", " << got[2] << "), PTX (" << want[0] << ", "
+                        << want[1] << ", " << want[2] << ")";
+      }
+  EXPECT_EQ(bad, 0);
 }
 
 // ---- the tests --------------------------------------------------------------
@@ -294,6 +327,114 @@ TEST(MmaLayouts, DotOperandsMatchThePTXFragments) {
     expectInverses(ll, p->numWarps(), what);
     expectRoundTrip(l, c.shape);
   }
+}
+
+TEST(MmaLayouts, BatchedMmaSyncAccumulatorMatchesThePTXFragment) {
+  // [wB, wM, wN] over [B, M, N]: each batch element's matrix is the 2-D
+  // layout's (warps [wM, wN]), the batch spread over the slowest warps,
+  // then over the slowest registers.
+  struct Case {
+    std::vector<int64_t> warps, shape;
+  };
+  std::vector<Case> cases = {
+      {{1, 1, 1}, {2, 16, 16}},  {{2, 1, 1}, {2, 16, 16}},
+      {{2, 2, 1}, {4, 64, 32}},  {{4, 1, 1}, {4, 64, 32}},
+      {{2, 2, 2}, {2, 128, 64}}, {{1, 2, 2}, {4, 32, 32}},
+      {{4, 1, 1}, {2, 16, 8}},   {{2, 4, 1}, {8, 64, 16}},
+  };
+  for (const Case &c : cases) {
+    auto *l = NvidiaMmaLayout::get(2, 0, c.warps, {1, 16, 8});
+    auto *l2 = NvidiaMmaLayout::get(2, 0, {c.warps[1], c.warps[2]}, {16, 8});
+    std::vector<int64_t> mat = {c.shape[1], c.shape[2]};
+    LinearLayout ll = l->toLinear(c.shape);
+    int64_t regs2 = 4 * divUp(mat[0], 16 * c.warps[1]) *
+                    divUp(mat[1], 8 * c.warps[2]);
+    std::string what = l->str() + " on " + std::to_string(c.shape[0]) + "x" +
+                       std::to_string(c.shape[1]) + "x" +
+                       std::to_string(c.shape[2]);
+    EXPECT_EQ(l->rank(), 3);
+    EXPECT_EQ(l->numWarps(), c.warps[0] * c.warps[1] * c.warps[2]);
+    expectBatchedMatches(ll, accumulatorReference(*l2, mat), regs2,
+                         l2->numWarps(), c.warps[0], c.shape[0], what);
+    expectInverses(ll, l->numWarps(), what);
+    expectRoundTrip(l, c.shape);
+  }
+}
+
+TEST(MmaLayouts, BatchedDotOperandsMatchThePTXFragments) {
+  struct Case {
+    int opIdx, kWidth;
+    std::vector<int64_t> warps, shape;
+  };
+  std::vector<Case> cases;
+  for (int kw : {1, 2, 4})
+    for (std::vector<int64_t> warps :
+         {std::vector<int64_t>{1, 1, 1}, {2, 2, 1}, {4, 1, 1}, {2, 1, 4},
+          {2, 2, 2}, {8, 1, 1}}) {
+      cases.push_back({0, kw, warps, {2, 128, 64}});
+      cases.push_back({1, kw, warps, {2, 64, 128}});
+      cases.push_back({0, kw, warps, {4, 64, 32}});
+      cases.push_back({1, kw, warps, {4, 32, 32}});
+      cases.push_back({0, kw, warps, {2, 16, 8 * kw}});
+      cases.push_back({1, kw, warps, {2, 8 * kw, 8}});
+    }
+  for (const Case &c : cases) {
+    auto *p = NvidiaMmaLayout::get(2, 0, c.warps, {1, 16, 8});
+    auto *p2 = NvidiaMmaLayout::get(2, 0, {c.warps[1], c.warps[2]}, {16, 8});
+    auto *l = DotOperandLayout::get(c.opIdx, p, c.kWidth);
+    auto *l2 = DotOperandLayout::get(c.opIdx, p2, c.kWidth);
+    std::vector<int64_t> mat = {c.shape[1], c.shape[2]};
+    LinearLayout ll = l->toLinear(c.shape);
+    int64_t tileK = 8 * c.kWidth;
+    int64_t regs2 =
+        c.opIdx == 0
+            ? 4 * c.kWidth * divUp(mat[1], tileK) *
+                  divUp(mat[0], 16 * c.warps[1])
+            : 2 * c.kWidth * divUp(mat[0], tileK) *
+                  divUp(mat[1], 8 * c.warps[2]);
+    std::string what = l->str() + " on " + std::to_string(c.shape[0]) + "x" +
+                       std::to_string(c.shape[1]) + "x" +
+                       std::to_string(c.shape[2]);
+    EXPECT_EQ(l->rank(), 3);
+    expectBatchedMatches(ll, operandReference(*l2, mat), regs2,
+                         p2->numWarps(), c.warps[0], c.shape[0], what);
+    expectInverses(ll, p->numWarps(), what);
+    expectRoundTrip(l, c.shape);
+  }
+  // The text form Triton uses for a batched mma.sync layout.
+  auto *p = NvidiaMmaLayout::get(2, 0, {2, 2, 1}, {1, 16, 8});
+  EXPECT_EQ(p->str(), "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, "
+                      "warpsPerCTA = [2, 2, 1], instrShape = [1, 16, 8]}>");
+  // A 2-D shape for a batched layout, and the reverse, are ours to avoid.
+  EXPECT_THROW(p->toLinear({64, 32}), InternalError);
+  EXPECT_THROW(NvidiaMmaLayout::get(2, 0, {2, 2}, {16, 8})->toLinear({2, 16, 8}),
+               InternalError);
+  // No batched instrShape for a 2-D warp grid and vice versa; no batched
+  // wgmma.
+  EXPECT_THROW(NvidiaMmaLayout::get(2, 0, {2, 2, 1}, {16, 8}), InternalError);
+  EXPECT_THROW(NvidiaMmaLayout::get(2, 0, {2, 2}, {1, 16, 8}), InternalError);
+  EXPECT_THROW(NvidiaMmaLayout::get(3, 0, {1, 4, 1}, {1, 16, 64, 16}),
+               InternalError);
+}
+
+TEST(MmaLayouts, BatchedSliceDropsTheBatch) {
+  // A row vector of a batched accumulator (rows[:, :, None]-style slices
+  // feed the epilogue's broadcasts): the slice of dim 2 keeps the batch and
+  // M placement of the parent.
+  auto *p = NvidiaMmaLayout::get(2, 0, {2, 2, 1}, {1, 16, 8});
+  LinearLayout acc = p->toLinear({2, 32, 16});
+  LinearLayout rows = SliceLayout::get(2, p)->toLinear({2, 32});
+  for (int w = 0; w < 4; ++w)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int r = 0; r < acc.numRegs(); ++r) {
+        Basis a = acc.apply(r, lane, w);
+        bool found = false;
+        for (int q = 0; q < rows.numRegs(); ++q) {
+          Basis s = rows.apply(q, lane, w);
+          found |= s[0] == a[0] && s[1] == a[1];
+        }
+        ASSERT_TRUE(found) << "reg " << r << " lane " << lane << " warp " << w;
+      }
 }
 
 TEST(MmaLayouts, WgmmaOperandAFromRegisters) {

@@ -14,6 +14,15 @@
 // accumulator is that 16x8 fragment repeated along N in more registers, the
 // four warps of a warpgroup stacked along M.
 //
+// Batched (rank-3) dots: mma.sync's accumulator may carry a leading batch
+// dim, warpsPerCTA = [wB, wM, wN] and instrShape = [1, 16, 8]:
+//   #ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0,
+//                    warpsPerCTA = [2, 2, 1], instrShape = [1, 16, 8]}>
+// Each instruction stays within one batch element; the warps tile the CTA
+// N-fastest, then M, then the batch, and the register repeats wrap the same
+// way. A dot_op layout of such a parent is rank 3 too (A [B, M, K], B
+// [B, K, N]); its batch warps and repeats are the parent's.
+//
 // Shapes: a tensor must be a multiple of the instruction tile in each dim
 // (InternalError otherwise: one instruction cannot compute less). A larger
 // tensor wraps into more registers (N before M for the accumulator, K first
@@ -29,7 +38,8 @@ namespace tritium::gpu {
 /// or of wgmma m64nNkK (versionMajor 3, instrShape [16, N, K], N a power of
 /// two in 8..256, warpsPerCTA[0] a multiple of 4: a warpgroup spans 64 rows).
 /// Warps tile the CTA N-fastest for version 2, M-fastest for version 3 (the
-/// warps of a warpgroup must be consecutive along M).
+/// warps of a warpgroup must be consecutive along M). Version 2 may be
+/// batched (three warpsPerCTA, instrShape [1, 16, 8]; see above).
 class NvidiaMmaLayout final : public GPULayout {
 public:
   /// InternalError for a combination the hardware has no instruction for.
@@ -37,10 +47,15 @@ public:
                                     std::vector<int64_t> warpsPerCTA,
                                     std::vector<int64_t> instrShape);
   Kind kind() const override { return Kind::NvidiaMma; }
-  int rank() const override { return 2; }
+  int rank() const override { return (int)warpsPerCTA.size(); }
   LinearLayout toLinear(const std::vector<int64_t> &shape) const override;
   std::string str() const override;
-  int numWarps() const { return (int)(warpsPerCTA[0] * warpsPerCTA[1]); }
+  int numWarps() const {
+    int64_t n = 1;
+    for (int64_t w : warpsPerCTA)
+      n *= w;
+    return (int)n;
+  }
   bool isHopper() const { return versionMajor == 3; }
   /// The rows x cols one warp computes per instruction: 16 x 8 (version 2)
   /// or 16 x N (version 3: a quarter of the warpgroup's 64 x N).
@@ -64,7 +79,7 @@ public:
   static const DotOperandLayout *get(int opIdx, const GPULayout *parent,
                                      int kWidth);
   Kind kind() const override { return Kind::DotOperand; }
-  int rank() const override { return 2; }
+  int rank() const override { return parent->rank(); }
   LinearLayout toLinear(const std::vector<int64_t> &shape) const override;
   std::string str() const override;
 

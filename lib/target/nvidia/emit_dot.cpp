@@ -1,7 +1,9 @@
 // tt.dot: mma.sync on the tensor cores (accumulator in a #ttg.nvidia_mma
-// version-2 layout, operands in #ttg.dot_op layouts), or FMAs (any other
-// accumulator layout; operand layouts from accelerate-matmul that give each
-// thread all of K for its rows and columns).
+// version-2 layout, operands in #ttg.dot_op layouts; 2-D or batched, where
+// every coordinate carries its batch index and each instruction stays in
+// one batch element), or FMAs (any other accumulator layout; operand
+// layouts from accelerate-matmul that give each thread all of K for its
+// rows and columns).
 //
 // Registers are found through the layouts, not through assumptions about
 // their order: for thread (lane 0, warp 0) every register's coordinate is
@@ -105,11 +107,32 @@ void checkFragment(Emitter &e, const Operation &op,
   }
 }
 
+/// A coordinate of an mma.sync dot's tensors: (batch, row, column), the
+/// batch 0 for a rank-2 dot. Each instruction works within one batch.
+struct BCoord {
+  int64_t b, row, col;
+  auto operator<=>(const BCoord &) const = default;
+};
+
+BCoord bcoord(const gpu::Basis &c) {
+  size_t r = c.size();
+  return {r == 3 ? c[0] : 0, c[r - 2], c[r - 1]};
+}
+
+/// Relative coordinate -> register, for thread (lane 0, warp 0).
+std::map<BCoord, int> batchedTable(const gpu::LinearLayout &ll) {
+  std::map<BCoord, int> t;
+  for (int r = 0; r < ll.numRegs(); ++r)
+    t.emplace(bcoord(ll.regCoord(r)), r);
+  return t;
+}
+
 struct MmaDot {
   Emitter &e;
   Operation &op;
   const gpu::LinearLayout &la, &lb, &lc;
-  std::map<Coord, int> ta, tb, tc;
+  std::map<BCoord, int> ta, tb, tc;
+  size_t rank;
   int w;      // K elements per register
   int kInstr; // 8 * w
   DType opT, accT;
@@ -127,22 +150,56 @@ struct MmaDot {
         da->kWidth != db->kWidth)
       e.internalError(op, "an mma accumulator needs dot_op operands "
                           "(opIdx 0 and 1, one kWidth)");
+    rank = lc.shape().size();
     w = da->kWidth;
     kInstr = 8 * w;
     opT = op.operand(0)->type()->element()->dtype();
     accT = op.result(0)->type()->element()->dtype();
     prec = op.hasAttr("input_precision") ? op.strAttr("input_precision")
                                          : std::string("ieee");
-    ta = registerTable(la);
-    tb = registerTable(lb);
-    tc = registerTable(lc);
-    checkWarps(e, op, lc, 0, la, 0, false);
-    checkWarps(e, op, lc, 1, lb, 1, false);
+    ta = batchedTable(la);
+    tb = batchedTable(lb);
+    tc = batchedTable(lc);
+    int mDim = int(rank) - 2, nDim = int(rank) - 1;
+    checkWarps(e, op, lc, mDim, la, mDim, false);
+    checkWarps(e, op, lc, nDim, lb, nDim, false);
+    if (rank == 3) {
+      checkWarps(e, op, lc, 0, la, 0, false);
+      checkWarps(e, op, lc, 0, lb, 0, false);
+    }
+  }
+
+  int find(const std::map<BCoord, int> &t, BCoord c, const char *what) {
+    auto it = t.find(c);
+    if (it == t.end())
+      e.internalError(op, std::string("the ") + what +
+                              " layout holds no register for (" +
+                              std::to_string(c.b) + ", " +
+                              std::to_string(c.row) + ", " +
+                              std::to_string(c.col) + ")");
+    return it->second;
+  }
+
+  /// Every lane's slot `slot(lane)` of the tile at `origin` must be where
+  /// the layout puts register `reg` of that lane (warp 0).
+  template <class Frag>
+  void check(const gpu::LinearLayout &ll, int reg, BCoord origin,
+             Frag slot) {
+    for (int l = 0; l < 32; ++l) {
+      BCoord c = bcoord(ll.apply(reg, l, 0));
+      Coord want = slot(l);
+      if (c != BCoord{origin.b, origin.row + want.first,
+                      origin.col + want.second})
+        e.internalError(op, "layout " + ll.str() +
+                                " does not match mma.sync's fragment in "
+                                "lane " +
+                                std::to_string(l));
+    }
   }
 
   /// 32-bit register i of the A (opIdx 0) or B fragment of the tile at
   /// `origin`, built from the operand's element registers.
-  std::vector<std::string> fragment(int opIdx, Coord origin,
+  std::vector<std::string> fragment(int opIdx, BCoord origin,
                                     const Regs &vals, int part) {
     const auto &table = opIdx == 0 ? ta : tb;
     const auto &ll = opIdx == 0 ? la : lb;
@@ -152,11 +209,11 @@ struct MmaDot {
       std::vector<std::string> el;
       for (int x = 0; x < w; ++x) {
         Coord f = opIdx == 0 ? fragA(i, x, 0, w) : fragB(i, x, 0, w);
-        int r = lookup(e, op, table,
-                       {origin.first + f.first, origin.second + f.second},
-                       opIdx == 0 ? "A" : "B");
+        int r = find(table,
+                     {origin.b, origin.row + f.first, origin.col + f.second},
+                     opIdx == 0 ? "A" : "B");
         if (checked_.insert({opIdx, r}).second)
-          checkFragment(e, op, ll, r, origin, [&](int l) {
+          check(ll, r, origin, [&](int l) {
             return opIdx == 0 ? fragA(i, x, l, w) : fragB(i, x, l, w);
           });
         el.push_back(vals[r]);
@@ -165,7 +222,6 @@ struct MmaDot {
     }
     return out;
   }
-
   /// One 32-bit operand register from w elements. part (tf32x3): 0 the
   /// value rounded to tf32, 1 the rounded remainder.
   std::string pack(const std::vector<std::string> &el, int part) {
@@ -218,22 +274,23 @@ struct MmaDot {
     e.requireSM(op, 80, "mma.sync (tl.dot on tensor cores)");
     const Regs &A = e.regs(op.operand(0)), &B = e.regs(op.operand(1)),
                &C = e.regs(op.operand(2));
-    int64_t K = op.operand(0)->type()->shape()[1];
+    int64_t K = op.operand(0)->type()->shape()[rank - 1];
     // The accumulator tiles this thread computes, and their registers.
-    std::set<Coord> tiles;
-    for (int r = 0; r < lc.numRegs(); ++r) {
-      gpu::Basis c = lc.regCoord(r);
-      tiles.insert({c[0] - c[0] % 16, c[1] - c[1] % 8});
-    }
-    std::map<Coord, std::vector<std::string>> acc; // tile -> c0..c3
-    for (Coord t : tiles) {
+    auto tileOf = [](BCoord c) {
+      return BCoord{c.b, c.row - c.row % 16, c.col - c.col % 8};
+    };
+    std::set<BCoord> tiles;
+    for (int r = 0; r < lc.numRegs(); ++r)
+      tiles.insert(tileOf(bcoord(lc.regCoord(r))));
+    std::map<BCoord, std::vector<std::string>> acc; // tile -> c0..c3
+    for (BCoord t : tiles) {
       std::vector<std::string> c;
       for (int i = 0; i < 4; ++i) {
         Coord f = fragC(i, 0);
-        int r = lookup(e, op, tc, {t.first + f.first, t.second + f.second},
-                       "accumulator");
+        int r = find(tc, {t.b, t.row + f.first, t.col + f.second},
+                     "accumulator");
         if (i == 0)
-          checkFragment(e, op, lc, r, t, [&](int l) { return fragC(0, l); });
+          check(lc, r, t, [&](int l) { return fragC(0, l); });
         c.push_back(C[r]);
       }
       acc[t] = c;
@@ -247,10 +304,10 @@ struct MmaDot {
                       typeSuffix();
     bool f16acc = accT == DType::FP16;
     for (auto [pa, pb] : passes) {
-      std::map<Coord, std::vector<std::string>> fa, fb;
+      std::map<BCoord, std::vector<std::string>> fa, fb;
       for (int64_t k0 = 0; k0 < K; k0 += kInstr) {
-        for (Coord t : tiles) {
-          Coord oa{t.first, k0}, ob{k0, t.second};
+        for (BCoord t : tiles) {
+          BCoord oa{t.b, t.row, k0}, ob{t.b, k0, t.col};
           if (!fa.count(oa))
             fa[oa] = fragment(0, oa, A, pa);
           if (!fb.count(ob))
@@ -287,10 +344,9 @@ struct MmaDot {
     }
     Regs out(lc.numRegs());
     for (int r = 0; r < lc.numRegs(); ++r) {
-      gpu::Basis c = lc.regCoord(r);
-      Coord t{c[0] - c[0] % 16, c[1] - c[1] % 8};
-      Coord in{c[0] - t.first, c[1] - t.second};
-      int slot = 2 * (in.first >= 8) + (int)(in.second & 1);
+      BCoord c = bcoord(lc.regCoord(r));
+      BCoord t = tileOf(c);
+      int slot = 2 * (c.row - t.row >= 8) + (int)((c.col - t.col) & 1);
       out[r] = acc[t][slot];
     }
     e.bind(op.result(0), std::move(out));

@@ -1031,23 +1031,38 @@ TEST(CompileKernel, EveryPassInOneTableTileThenGPU) {
 // Errors
 // ---------------------------------------------------------------------------
 
-TEST(GPUDot, BatchedDotRunsOnFmas) {
-  // A rank-3 dot compiles on sm_90a too: FMAs over the batch, the tensor
-  // cores' layouts being 2-D (accelerate-matmul leaves it blocked).
-  auto m =
-      parseModule(R"(tt.func @mm(%p: !tt.ptr<f32>) attributes {kernel = true} {
-  %a = arith.constant {value = 1.0} : tensor<2x16x16xf16>
+TEST(GPUDot, BatchedDotUsesMmaSyncAlsoOnSm90a) {
+  // A rank-3 fp16 dot is mma.sync on sm_80 and on sm_90a (wgmma has no
+  // batched form), with a batched accumulator that the reductions after it
+  // read like any layout; an fp32 "ieee" one stays on FMAs. Both assemble.
+  std::string text = R"(tt.func @mm(%p: !tt.ptr<f32>) attributes {kernel = true} {
+  %a = arith.constant {value = 1.0} : tensor<2x16x16xDT>
   %c = arith.constant {value = 0.0} : tensor<2x16x16xf32>
-  %d = tt.dot %a, %a, %c : tensor<2x16x16xf32> loc("mm.py":4:11)
+  %d = tt.dot %a, %a, %c {input_precision = "ieee"} : tensor<2x16x16xf32> loc("mm.py":4:11)
   %s = tt.reduce %d {axis = 0, kind = "sum"} : tensor<16x16xf32>
   %s2 = tt.reduce %s {axis = 0, kind = "sum"} : tensor<16xf32>
   %t = tt.reduce %s2 {axis = 0, kind = "sum"} : f32
   tt.store %p, %t
   tt.return
-})");
-  std::string ptx = compileToPTX(*m, "mm", options("sm_90a")).ptx;
-  EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos) << ptx;
-  EXPECT_EQ(ptx.find("mma"), std::string::npos) << ptx;
+})";
+  for (const char *dt : {"f16", "f32"})
+    for (const char *target : {"sm_80", "sm_90a"}) {
+      std::string src = text;
+      src.replace(src.find("DT"), 2, dt);
+      auto m = parseModule(src);
+      std::string ptx = compileToPTX(*m, "mm", options(target)).ptx;
+      bool f16 = std::string(dt) == "f16";
+      EXPECT_EQ(ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos,
+                f16)
+          << dt << " " << target << "\n"
+          << ptx;
+      EXPECT_EQ(ptx.find("fma.rn.f32") != std::string::npos, !f16)
+          << dt << " " << target << "\n"
+          << ptx;
+      EXPECT_EQ(ptx.find("wgmma"), std::string::npos) << ptx;
+      if (ptxas())
+        EXPECT_EQ(assemble(ptx, target), "") << dt << " " << target;
+    }
 }
 
 TEST(GPUErrors, TooMuchSharedMemory) {
