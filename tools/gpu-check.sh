@@ -10,6 +10,7 @@
 # package index): builds into build-gpu/ with TRITIUM_SKIP_DEPS=1.
 #
 # Environment: JOBS (default: nproc), BUILD_DIR (build-gpu), BUILD_TYPE (Release), FUZZ_SEEDS (1000),
+# TEST_SHARDS (parallel pytest processes for the GPU tests; default JOBS/4, at most 8),
 # BENCH_ARGS (e.g. --quick), BENCH_TIMEOUT (seconds per benchmark, 300),
 # PYTEST_GPU_ARGS (e.g. "-x -k softmax"), SKIP_BUILD=1, SKIP_TESTS=1, SKIP_BENCH=1,
 # BENCHES (names of benchmarks/bench_*.py to run, e.g. "vector_add softmax"; default all).
@@ -77,14 +78,47 @@ if [[ "${SKIP_TESTS:-0}" != 1 ]]; then
 
   step "pytest -m gpu: everything else"
   echo "=== pytest -m gpu: everything else ===" >>"$OUT/pytest-gpu.log"
-  # shellcheck disable=SC2086
-  "$PYTHON" -m pytest -q -rfE -m gpu python/test --ignore=python/test/test_gpu_runtime.py \
-      $TO ${PYTEST_GPU_ARGS:-} -p no:cacheprovider >>"$OUT/pytest-gpu.log" 2>&1
-  rc=$?
-  line=$(tail -1 "$OUT/pytest-gpu.log")
-  tail -30 "$OUT/pytest-gpu.log"
-  if [[ $rc -eq 0 || $rc -eq 5 ]]; then summary+=("pytest -m gpu (compiler): ok ($line)")
-  else status=1; summary+=("pytest -m gpu (compiler): FAILED, exit $rc ($line)"); fi
+  # Most of a GPU test's time is compiling on the CPU: the files with GPU tests go to
+  # TEST_SHARDS pytest processes at once (default: a quarter of the cores, at most 8), the
+  # largest files first onto the least loaded shard; one log each (pytest-gpu-<k>.log).
+  shards=${TEST_SHARDS:-$(( JOBS / 4 > 8 ? 8 : (JOBS / 4 < 1 ? 1 : JOBS / 4) ))}
+  # Weighed by their number of GPU tests (a collection pass), most first.
+  mapfile -t weighed < <(grep -l -E "pytest\.mark\.gpu|pytestmark = .*gpu" python/test/test_*.py |
+                         grep -v test_gpu_runtime.py |
+                         xargs "$PYTHON" -m pytest -q --collect-only -m gpu -p no:cacheprovider 2>/dev/null |
+                         grep "::" | cut -d: -f1 | sort | uniq -c | sort -rn)
+  declare -a shard_files shard_size
+  for ((k = 0; k < shards; k++)); do shard_files[k]=""; shard_size[k]=0; done
+  for w in "${weighed[@]}"; do
+    read -r n f <<<"$w"
+    best=0
+    for ((k = 1; k < shards; k++)); do
+      (( shard_size[k] < shard_size[best] )) && best=$k
+    done
+    shard_files[best]+=" $f"
+    shard_size[best]=$(( shard_size[best] + n ))
+  done
+  pids=()
+  for ((k = 0; k < shards; k++)); do
+    [[ -z "${shard_files[k]}" ]] && continue
+    # shellcheck disable=SC2086
+    "$PYTHON" -m pytest -q -rfE -m gpu ${shard_files[k]} $TO ${PYTEST_GPU_ARGS:-} \
+        -p no:cacheprovider >"$OUT/pytest-gpu-$k.log" 2>&1 &
+    pids+=("$!:$k")
+  done
+  rc=0
+  for pk in "${pids[@]}"; do
+    wait "${pk%%:*}"; r=$?
+    [[ $r -ne 0 && $r -ne 5 ]] && rc=$r
+    line=$(tail -1 "$OUT/pytest-gpu-${pk##*:}.log")
+    echo "shard ${pk##*:} (exit $r): $line" | tee -a "$OUT/pytest-gpu.log"
+    grep -E "^(FAILED|ERROR) " "$OUT/pytest-gpu-${pk##*:}.log" | tee -a "$OUT/pytest-gpu.log"
+  done
+  counts=$(for k in "${!shard_files[@]}"; do tail -1 "$OUT/pytest-gpu-$k.log" 2>/dev/null; done |
+           grep -oE "[0-9]+ (passed|failed|skipped|xfailed|errors?)" |
+           awk '{n[$2] += $1} END {for (k in n) printf "%d %s, ", n[k], k}')
+  if [[ $rc -eq 0 ]]; then summary+=("pytest -m gpu (compiler, $shards shards): ok (${counts%, })")
+  else status=1; summary+=("pytest -m gpu (compiler, $shards shards): FAILED, exit $rc (${counts%, })"); fi
 
   step "pytest test_runtime.py (CPU tests, with a driver present)"
   "$PYTHON" -m pytest -q -rfE python/test/test_runtime.py -p no:cacheprovider \
