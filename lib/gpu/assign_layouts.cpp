@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace tritium::gpu {
 
@@ -67,7 +68,9 @@ struct Assigner {
   std::map<Value *, Group> groups; // by root
   std::map<Value *, unsigned> uses;
   /// Masks and `other`s not tied to their access (see collect).
-  std::vector<std::pair<Operation *, unsigned>> loose;
+  /// Each with the value whose layout it takes (a memory op's pointer, an
+  /// elementwise op's result).
+  std::vector<std::tuple<Operation *, unsigned, Value *>> loose;
 
   Assigner(Function &f, int numWarps, PassStats &stats)
       : f(f), numWarps(numWarps), stats(stats), axis(f) {}
@@ -124,7 +127,7 @@ struct Assigner {
                                                           : false;
           if (i < op.numOperands() && maskOrOther && uses[all[i]] > 1 &&
               all[i]->type()->isTensor()) {
-            loose.push_back({&op, (unsigned)i});
+            loose.push_back({&op, (unsigned)i, op.operand(0)});
             continue;
           }
           tied.push_back(all[i]);
@@ -208,7 +211,7 @@ struct Assigner {
             if (def && all[i]->type()->isTensor() && uses[all[i]] > 1 &&
                 (def->code() == OpCode::Splat ||
                  def->code() == OpCode::Constant)) {
-              loose.push_back({&op, (unsigned)i});
+              loose.push_back({&op, (unsigned)i, op.result(0)});
               continue;
             }
             tied.push_back(all[i]);
@@ -428,15 +431,10 @@ struct Assigner {
   }
 
   /// Step 4: conversions where the layouts across an edge disagree, and
-  /// for loose masks and `other`s.
+  /// for loose operands (masks, `other`s, shared splats and constants).
   void reconcile() {
-    for (auto [op, i] : loose) {
-      // A memory op's pointer, an elementwise op's result.
-      bool memory = op->code() == OpCode::Load || op->code() == OpCode::Store ||
-                    op->code() == OpCode::AtomicRMW ||
-                    op->code() == OpCode::AtomicCAS;
-      const GPULayout *want = layoutOf(
-          memory ? op->operand(0)->type() : op->result(0)->type());
+    for (auto [op, i, anchor] : loose) {
+      const GPULayout *want = layoutOf(anchor->type());
       if (layoutOf(op->operand(i)->type()) != want) {
         op->operands()[i] = createLayoutConversion(op, op->operand(i), want);
         stats.add("gpu.conversions-inserted");

@@ -551,8 +551,9 @@ struct WgmmaDot {
     // arg's registers, which the group then updates in place across the back
     // edge; ptxas coalesces the moves with the multiplication.
     const Regs *argRegs = nullptr;
-    if (loop && gpu::carriedAccumulator(op) != op.operand(2))
-      argRegs = &e.regs(gpu::carriedAccumulator(op));
+    if (Value *arg = loop ? gpu::carriedAccumulator(op) : nullptr;
+        arg && arg != op.operand(2))
+      argRegs = &e.regs(arg);
     // A zero accumulator (qk = tl.dot(q, k)) is not materialised: the first
     // K step runs with scale-d false (d = a * b).
     bool zeroC = !inPlace && isConstantZero(op.operand(2));

@@ -892,8 +892,8 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
     other = _unwrap(other)
     return tensor(_builder().load(_pointer(pointer, "tl.load"), _mask(mask),
                                   None if other is None else _operand(other, "other"),
-                                  _hint(cache_modifier, "cache_modifier"),
-                                  _hint(eviction_policy, "eviction_policy"),
+                                  _str_option(cache_modifier, "cache_modifier"),
+                                  _str_option(eviction_policy, "eviction_policy"),
                                   bool(_unwrap(volatile))))
 
 
@@ -909,24 +909,14 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="",
                          "does not know the boundary; please use block pointers (defined by "
                          "`make_block_ptr`) instead")
     _builder().store(_pointer(pointer, "tl.store"), _operand(value, "value"), _mask(mask),
-                     _hint(cache_modifier, "cache_modifier"),
-                     _hint(eviction_policy, "eviction_policy"))
+                     _str_option(cache_modifier, "cache_modifier"),
+                     _str_option(eviction_policy, "eviction_policy"))
 
 
-def _hint(arg, what):
-    """A cache_modifier / eviction_policy: a string constexpr ("" or None: none); the builder
-    checks the value (a located error names the allowed ones)."""
-    arg = _unwrap(arg)
-    if arg is None:
-        return ""
-    if not isinstance(arg, str):
-        raise TypeError(f"{what} must be a string constexpr, got {arg!r}")
-    return arg
-
-
-def _ordering(arg, what):
-    """sem / scope of an atomic: None (the default) or a string constexpr; the
-    builder checks the value (a located error names the allowed ones)."""
+def _str_option(arg, what):
+    """A string constexpr option (cache_modifier, eviction_policy, an atomic's sem or scope):
+    None or "" for the default; the builder checks the value (a located error names the allowed
+    ones)."""
     arg = _unwrap(arg)
     if arg is None:
         return ""
@@ -940,8 +930,8 @@ def _atomic(kind):
         name = f"tl.atomic_{kind}"
         return tensor(_builder().atomic_rmw(kind, _pointer(pointer, name),
                                             _operand(val, "val"), _mask(mask),
-                                            _ordering(sem, f"{name}'s sem"),
-                                            _ordering(scope, f"{name}'s scope")))
+                                            _str_option(sem, f"{name}'s sem"),
+                                            _str_option(scope, f"{name}'s scope")))
 
     fn.__name__ = f"atomic_{kind}"
     return builtin(fn)
@@ -961,8 +951,8 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     """Where *pointer == cmp, stores val; returns the old value either way."""
     return tensor(_builder().atomic_cas(_pointer(pointer, "tl.atomic_cas"),
                                         _operand(cmp, "cmp"), _operand(val, "val"),
-                                        _ordering(sem, "tl.atomic_cas's sem"),
-                                        _ordering(scope, "tl.atomic_cas's scope")))
+                                        _str_option(sem, "tl.atomic_cas's sem"),
+                                        _str_option(scope, "tl.atomic_cas's scope")))
 
 
 @builtin
