@@ -75,11 +75,19 @@ ArgSlot convertArg(const GpuKernel &k, size_t i, py::handle h, bool checkPointer
       address = 0;
     } else if (PyLong_Check(h.ptr())) {
       address = h.cast<uint64_t>();
-    } else if (py::hasattr(h, "data_ptr")) {
-      address = h.attr("data_ptr")().cast<uint64_t>();
     } else {
-      throw py::type_error(argWhat(k, i) + " is a pointer: pass a GPU tensor (or an address), "
-                           "got " + typeName(h));
+      // One method call by interned name (no bound method made, no hasattr
+      // first): Inductor's launches come through here, one per kernel.
+      static PyObject *dataPtr = PyUnicode_InternFromString("data_ptr");
+      py::object r = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(h.ptr(), dataPtr));
+      if (!r) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+          throw py::error_already_set();
+        PyErr_Clear();
+        throw py::type_error(argWhat(k, i) + " is a pointer: pass a GPU tensor (or an address), "
+                             "got " + typeName(h));
+      }
+      address = r.cast<uint64_t>();
     }
     if (checkPointers)
       runtime::checkDevicePointer(address, argWhat(k, i));

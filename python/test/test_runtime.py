@@ -389,6 +389,30 @@ def test_bad_kernel_descriptions():
     assert (k.name, k.num_warps, k.shared_bytes) == ("k", 4, 0)
 
 
+def test_pointer_arguments_by_data_ptr():
+    """A pointer parameter takes an address, None, or anything with data_ptr() (what Inductor's
+    launches pass); other objects are a TypeError naming the parameter, and an error raised by
+    data_ptr() itself comes through unchanged."""
+    class Fake:
+        def __init__(self, address):
+            self.address = address
+
+        def data_ptr(self):
+            return self.address
+
+    class Broken:
+        def data_ptr(self):
+            raise ValueError("freed storage")
+
+    k = C.GpuKernel("k", b"x", False, "sm_90a", 4, 0, [("ptr", "a"), ("ptr", "b"), ("i32", "n")])
+    assert k.pack_args([Fake(1 << 40), None, 7]) == [1 << 40, 0, 7]
+    assert k.pack_args([4096, Fake(8192), -1])[:2] == [4096, 8192]
+    with pytest.raises(TypeError, match="'b'.* is a pointer: pass a GPU tensor"):
+        k.pack_args([Fake(16), object(), 1])
+    with pytest.raises(ValueError, match="freed storage"):
+        k.pack_args([Broken(), None, 1])
+
+
 # ----------------------------------------------------------------------------------------------
 # ptxas
 
