@@ -218,6 +218,32 @@ def test_run_checks_argument_count(mods):
         k.run(1, 1, 1, 0, None, k.metadata, None, None, None, 1, 2)
 
 
+def test_gpu_warm_launch_passes_the_runtime_arguments(mods):
+    """The GPU kernel's warm launch (bound once in _init_handles; here on a stub of the C++
+    launcher): Inductor's arguments with the specialised-away ones dropped, in order, on the
+    stream it passed, counted; anything it cannot take (no stream, a wrong count, an empty grid,
+    several GPUs) goes to the general path."""
+    k = surface_kernels.CompiledKernel.__new__(surface_kernels.CompiledKernel)
+    k.name = "k"
+    for nparams, dropped in ((5, (4,)), (5, (1, 3)), (3, ()), (2, (0,)), (2, (0, 1))):
+        k._nparams = nparams
+        k._kept = tuple(i for i in range(nparams) if i not in dropped)
+        calls = []
+        fast = k._make_fast(lambda *a: calls.append(a), True)
+        args = tuple(f"a{i}" for i in range(nparams))
+        before = surface_kernels.compile_stats["launches"]
+        assert fast(3, 2, 1, 77, args) is True
+        assert surface_kernels.compile_stats["launches"] == before + 1
+        (g0, g1, g2, stream, device, runtime, check), = calls
+        assert (g0, g1, g2, stream, device, check) == (3, 2, 1, 77, 0, False)
+        assert list(runtime) == [a for i, a in enumerate(args) if i not in dropped]
+        for bad in ((3, 2, 1, None, args), (3, 2, 1, 77, args[:-1]), (0, 1, 1, 77, args),
+                    (1, 1, -2, 77, args)):
+            assert fast(*bad) is False
+        assert k._make_fast(lambda *a: calls.append(a), False)(3, 2, 1, 77, args) is False
+        assert len(calls) == 1
+
+
 def test_different_constants_hash_apart(mods):
     assert _axpy_source(mods, 16).hash() != _axpy_source(mods, 64).hash()
     assert _axpy_source(mods, 16).hash() == _axpy_source(mods, 16).hash()

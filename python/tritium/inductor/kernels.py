@@ -30,6 +30,7 @@ TRITIUM_DEBUG build, whose launches are far slower.
 import collections
 import concurrent.futures
 import hashlib
+import operator
 import os
 import threading
 import time
@@ -215,15 +216,21 @@ class CompiledKernel:
         for its device. Returns False when the call needs the general path
         (a wrong argument count, no stream, an empty grid, several GPUs)."""
         kept, nparams = self._kept, self._nparams
-        all_kept = len(kept) == nparams
+        # The runtime arguments out of Inductor's (constexprs dropped) by one C call.
+        if len(kept) == nparams:
+            pick = None
+        elif len(kept) <= 1:
+            pick = lambda args: tuple(args[i] for i in kept)  # noqa: E731
+        else:
+            pick = operator.itemgetter(*kept)
         lock, stats = _stats_lock, compile_stats
 
         def fast(grid_0, grid_1, grid_2, stream, args):
             if (not one_device or stream is None or len(args) != nparams
                     or grid_0 <= 0 or grid_1 <= 0 or grid_2 <= 0):
                 return False
-            launch(grid_0, grid_1, grid_2, stream, 0,
-                   args if all_kept else [args[i] for i in kept], False)
+            launch(grid_0, grid_1, grid_2, stream, 0, args if pick is None else pick(args),
+                   False)
             with lock:
                 stats["launches"] += 1
             return True
