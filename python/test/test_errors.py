@@ -839,3 +839,19 @@ def test_errors_carry_tritons_wording(case, marker, snippet, pattern):
     tritium's own explanation stay."""
     e = compile_error(_triton_wording_kernel, (1,), X, CASE=case)
     check_error(e, marker, snippet, pattern)
+
+
+@triton.jit
+def _literal_out_of_range():
+    huge: tl.constexpr = 0xFFFFFFFFFFFFFF
+    x = tl.full((), 32, dtype=tl.int32)
+    y = x + huge  # ERR huge-literal  # noqa: F841
+
+
+def test_compilation_errors_are_triton_errors():
+    """Code written for Triton catches compile errors as `triton.TritonError` (their base
+    class there); a literal too wide for the other operand's type is one."""
+    assert issubclass(tritium.CompilationError, triton.TritonError)
+    with pytest.raises(triton.TritonError, match="out of range") as e:
+        _literal_out_of_range[(1,)]()
+    check_error(e.value, "huge-literal", "x + huge", r"out of range for i32")

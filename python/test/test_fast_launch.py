@@ -286,16 +286,22 @@ def test_registration_refuses_mismatched_kernels(launcher):
 
 
 def test_dropped_kernel_is_an_error_not_a_crash():
+    import gc
+
     @tritium.jit
     def k(x_ptr, BLOCK: tl.constexpr):
         pass
 
+    # `k[grid]` holds the function (Triton's `jit(f)[grid](...)` on a temporary works).
     launch = k[(1,)]
-    del k
-    import gc
+    assert launch.kernel is k
+    # The launcher itself names it weakly: launched through the capsule alone after the
+    # function is gone, it is an error, not a crash.
+    capsule = k._make_fast_launcher()
+    del k, launch
     gc.collect()
     with pytest.raises(RuntimeError, match="no longer exists"):
-        launch(FakeTensor(0x100), BLOCK=4)
+        C.fast_launch(capsule, (1,), FakeTensor(0x100), BLOCK=4)
 
 
 # -- soundness: equal fast keys imply equal jit.py keys ------------------------

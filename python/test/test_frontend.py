@@ -1101,3 +1101,81 @@ def test_device_print_and_assert(capfd):
     with pytest.raises(ExecutionError, match=r"tl.sum\(x, 0\) > 0") as ei:
         k[(1,)](x * 0, 3)
     assert f":{line_of('# ERR-ASSERT')}:" in str(ei.value)
+
+
+# ---------------------------------------------------------------------------
+# JITFunction._unsafe_update_src (Triton's hook: its tests' patch_kernel)
+# ---------------------------------------------------------------------------
+
+
+@tritium.jit
+def _template(Z, X, Y, SIZE: tl.constexpr):
+    off = tl.arange(0, SIZE)
+    x = tl.load(X + off)
+    y = tl.load(Y + off)
+    z = GENERATE_TEST_HERE  # noqa: F821 -- replaced before every compile
+    tl.store(Z + off, z)
+
+
+def _patched(expr):
+    k = tritium.JITFunction(_template.fn)
+    k._unsafe_update_src(k.src.replace("GENERATE_TEST_HERE", expr))
+    return k
+
+
+@needs_C
+def test_unsafe_update_src_compiles_the_new_text(tmp_path, monkeypatch):
+    """Kernels made from one function with different texts each compute their own text,
+    in one process and from a disk cache shared with another (the key is the text, not the
+    function); a JITFunction updated twice drops what it compiled before."""
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(0)
+    x = rng.random(64, dtype=np.float32)
+    y = rng.random(64, dtype=np.float32) + 1
+    cases = {"x + y": x + y, "x * y": x * y, "x - y": x - y, "tl.maximum(x, y)": np.maximum(x, y)}
+    for expr, ref in cases.items():
+        z = np.full(64, np.nan, dtype=np.float32)
+        _patched(expr)[(1,)](z, x, y, SIZE=64)
+        np.testing.assert_allclose(z, ref, rtol=1e-6, err_msg=expr)
+    k = _patched("x + y")
+    z = np.full(64, np.nan, dtype=np.float32)
+    k[(1,)](z, x, y, SIZE=64)
+    k._unsafe_update_src(k.src.replace("x + y", "x / y"))
+    assert "x / y" in k.src
+    k[(1,)](z, x, y, SIZE=64)
+    np.testing.assert_allclose(z, x / y, rtol=1e-6)
+    # PTX through the disk cache: two texts of one function, two kernels.
+    sig = {"Z": "*fp32", "X": "*fp32", "Y": "*fp32"}
+    ptx = [tritium.compile(_patched(e), signature=sig, constexprs={"SIZE": 64},
+                           target="sm_90a").asm["ptx"] for e in ("x + y", "x * y", "x + y")]
+    assert ptx[0] != ptx[1] and ptx[0] == ptx[2]
+    assert "add.f32" in ptx[0] and "mul.f32" in ptx[1]
+
+
+@needs_C
+def test_unsafe_update_src_errors_point_into_the_new_text():
+    k = _patched("x + undefined_name")
+    with pytest.raises(CompilationError) as e:
+        k[(1,)](np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros(8, np.float32),
+                SIZE=8)
+    msg = str(e.value)
+    assert "z = x + undefined_name" in msg and "undefined_name' is not defined" in msg
+    assert "<updated source of _template" in msg
+
+
+def _iota(X, N: tl.constexpr):
+    tl.store(X + tl.arange(0, N), tl.arange(0, N))
+
+
+@needs_C
+def test_launch_of_a_jit_function_nothing_else_holds():
+    """`triton.jit(f)[grid](...)` on a temporary JITFunction: the launch keeps it alive (the
+    fast launcher names it weakly), as Triton's does."""
+    import gc
+
+    for n in (8, 16):
+        x = np.full(n, -1, np.int32)
+        launch = tritium.jit(_iota)[(1,)]
+        gc.collect()
+        launch(x, N=n)
+        np.testing.assert_array_equal(x, np.arange(n))

@@ -7,7 +7,7 @@ is an `ExecutionError`. Both carry the location as attributes.
 
 import linecache
 
-__all__ = ["CompilationError", "ExecutionError", "load_C"]
+__all__ = ["CompilationError", "ExecutionError", "TritonError", "load_C"]
 
 _C_module = None
 
@@ -27,7 +27,12 @@ def load_C():
     return _C_module
 
 
-class CompilationError(Exception):
+class TritonError(Exception):
+    """Triton's base class of its errors (`triton.TritonError`): code written for Triton
+    catches compile errors by it."""
+
+
+class CompilationError(TritonError):
     """A mistake in a kernel's source, found while compiling it.
 
     Attributes: file, line (1-based, 0 when unknown), col (1-based),

@@ -15,6 +15,8 @@ Compiled specialisations are kept in `JITFunction.cache`, keyed by it.
 import copy
 import functools
 import inspect
+import itertools
+import linecache
 import sys
 import weakref
 
@@ -73,6 +75,9 @@ def _names(items, arg_names, what):
     return out
 
 
+_updated_sources = itertools.count(1)  # names _unsafe_update_src's texts in linecache
+
+
 class JITFunction:
     """A @jit function: launch it with `kernel[grid](*args, **kwargs)`, or
     call it from another @jit function."""
@@ -122,12 +127,32 @@ class JITFunction:
 
     @property
     def src(self):
-        return inspect.getsource(self.fn)
+        override = self.__dict__.get("_src_override")
+        return override[1] if override is not None else inspect.getsource(self.fn)
+
+    def _unsafe_update_src(self, new_src):
+        """Triton's hook for compiling other text in place of the function's own source (its
+        tests' patch_kernel: `k = triton.JITFunction(template.fn)`, then
+        `k._unsafe_update_src(k.src.replace(...))`). The text must define a function of the
+        same signature; it runs in the function's globals. Everything compiled from the old
+        text is dropped, and the disk cache keys on the new text. Errors point into the new
+        text, which linecache holds under a name of its own."""
+        lines = new_src.splitlines(keepends=True) or [""]
+        # Not a file: linecache keeps the text (no mtime, so never checked against a disk).
+        name = f"<updated source of {self.fn.__qualname__}, #{next(_updated_sources)}>"
+        linecache.cache[name] = (len(new_src), None, lines, name)
+        self._src_override = ((name, lines, 1), new_src)
+        self._source = None
+        self.cache = {}
+        self.__dict__.pop("gpu_cache", None)
+        self._fast = None  # its entries name kernels of the old text
 
     def parse(self):
         """The function's AST and source location (codegen.FunctionSource)."""
         if self._source is None:
-            self._source = codegen.parse_function(self.fn, self._read_source())
+            override = self.__dict__.get("_src_override")
+            read = override[0] if override is not None else self._read_source()
+            self._source = codegen.parse_function(self.fn, read)
         return self._source
 
     def _read_source(self):
@@ -149,7 +174,11 @@ class JITFunction:
             fast = self._make_fast_launcher()
         if fast is False:  # more parameters than the C++ path takes
             return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
-        return _partial(_FAST_LAUNCH or _fast_launch(), fast, grid)
+        launch = _partial(_FAST_LAUNCH or _fast_launch(), fast, grid)
+        # The launcher names this function weakly (no cycle through the capsule); the launch
+        # keeps it alive, for `jit(f)[grid](...)` on a function nothing else holds.
+        launch.kernel = self
+        return launch
 
     def _make_fast_launcher(self):
         params = [(p.name, p.is_constexpr, p.do_not_specialize, p.do_not_specialize_on_alignment,

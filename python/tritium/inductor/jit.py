@@ -53,6 +53,11 @@ class JITFunction(_TritiumJITFunction):
             return text
         return super().src
 
+    def _unsafe_update_src(self, new_src):
+        super()._unsafe_update_src(new_src)
+        self._src_text = new_src
+        self.hash = None  # cache_key follows the text; the compile cache keys on it too
+
     @property
     def cache_key(self):
         """A hash of the kernel's source (Triton's includes its callees; the

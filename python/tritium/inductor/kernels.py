@@ -384,7 +384,8 @@ def _compile(src, target, options):
     dropped = [i for i, (_, p) in enumerate(params) if p[0] == "const"]
     if backend == "cuda":
         return _compile_cuda(src, target, options, params, key, num_warps, num_stages, dropped)
-    ck = (fn, key)
+    # The text too: _unsafe_update_src replaces it in place.
+    ck = (fn, getattr(fn, "cache_key", None), key)
     with _cache_lock:
         tile = _tiles.get(ck)
     if tile is None:
@@ -407,7 +408,7 @@ def _compile_cuda(src, target, options, params, key, num_warps, num_stages, drop
             f"tritium's triton.compile: the launch option(s) {', '.join(wanted)} of "
             f"{src.name} are not implemented")
     sm = sm_target(target.arch)
-    ck = (src.fn, key, num_warps, num_stages, sm)
+    ck = (src.fn, getattr(src.fn, "cache_key", None), key, num_warps, num_stages, sm)
     with _cache_lock:
         future = _gpus.get(ck)
     if future is None:

@@ -353,10 +353,14 @@ def _function_source(f, fn):
     """(text, chains) of the Python function `fn` of @jit function `f`: the text the code
     generator parsed (f.parse(), which it keeps) where there is one, else the source read
     here (or the bytecode, without a source)."""
-    try:
-        return _fn_sources[fn]
-    except (KeyError, TypeError):
-        pass
+    # A JITFunction whose text was replaced (_unsafe_update_src) shares `fn` with others:
+    # its text is its own, never the per-function memo's.
+    own_text = getattr(f, "__dict__", {}).get("_src_override") is not None
+    if not own_text:
+        try:
+            return _fn_sources[fn]
+        except (KeyError, TypeError):
+            pass
     text = tree = None
     parse = getattr(f, "parse", None) if f is not fn else None
     if parse is not None:
@@ -372,6 +376,8 @@ def _function_source(f, fn):
         except SyntaxError:
             tree = None
     entry = (text, _name_chains(tree) if tree is not None else None)
+    if own_text:
+        return entry
     try:
         _fn_sources[fn] = entry
     except TypeError:  # not weak-referenceable: not kept
