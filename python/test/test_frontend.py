@@ -1179,3 +1179,70 @@ def test_launch_of_a_jit_function_nothing_else_holds():
         gc.collect()
         launch(x, N=n)
         np.testing.assert_array_equal(x, np.arange(n))
+
+
+# ---------------------------------------------------------------------------
+# The host side of Triton's tutorials: triton.runtime.driver, warmup's kernel
+# ---------------------------------------------------------------------------
+
+
+@tritium.jit
+def _rowsum(out_ptr, in_ptr, stride, n_rows, n_cols, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(in_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+        tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+@needs_C
+def test_tutorial_host_code():
+    """What Triton's fused-softmax tutorial does on the host: the device and its properties
+    from `triton.runtime.driver.active`, `kernel.warmup(..., grid=(1,))`, `_init_handles()`,
+    `n_regs`, `metadata.shared` (attribute access), then `compiled[grid](*every_parameter)`,
+    constexprs included (they are ignored, as in Triton)."""
+    from tritium.runtime import driver
+
+    assert driver is triton.runtime.driver
+    active = triton.runtime.driver.active
+    device = active.get_active_torch_device()
+    props = active.utils.get_device_properties(device.index or 0)
+    assert {"multiprocessor_count", "max_num_regs", "max_shared_mem", "warpSize"} <= set(props)
+    target = active.get_current_target()
+    assert target.backend in ("cpu", "cuda")
+    if target.backend != "cpu":
+        pytest.skip("the CPU executor's half; the GPU's is in test_gpu_ops")
+    x = np.random.default_rng(1).random((37, 50), dtype=np.float32)
+    y = np.full(37, np.nan, dtype=np.float32)
+    k = _rowsum.warmup(y, x, x.shape[1], 37, 50, BLOCK=64, STAGES=2, num_warps=4, grid=(1,))
+    k._init_handles()
+    assert k.n_regs == 0 and k.n_spills == 0 and k.metadata.shared == 0
+    assert k.metadata["name"] == k.metadata.name == "_rowsum"
+    with pytest.raises(AttributeError, match="no 'nonexistent'"):
+        k.metadata.nonexistent
+    k[(4, 1, 1)](y, x, x.shape[1], 37, 50, 64, 2)  # every parameter, as the tutorial passes
+    np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5)
+    y[:] = np.nan
+    k[(4,)](y, x, x.shape[1], 37, 50)  # or the runtime arguments alone
+    np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5)
+    with pytest.raises(TypeError, match=r"expected 5 runtime arguments .* \(or all 7 parameters\)"):
+        k[(1,)](y, x)
+
+
+@needs_C
+def test_compiled_gpu_kernel_takes_every_parameter_too():
+    """A GPU compile's kernel maps `compiled[grid](*every_parameter)` to its runtime arguments
+    the same way (checked without launching), and its metadata reads as attributes; both
+    survive the disk cache."""
+    sig = {"out_ptr": "*fp32", "in_ptr": "*fp32", "stride": "i32", "n_rows": "i32",
+           "n_cols": "i32"}
+    k = tritium.compile(_rowsum, signature=sig, constexprs={"BLOCK": 64, "STAGES": 2},
+                        target="sm_90a")
+    assert k.metadata.constexpr_positions == [5, 6] and k.metadata.num_warps == 4
+    assert isinstance(k.metadata.shared, int)
+    assert k._check_arg_count(("o", "i", 1, 2, 3, 64, 2)) == ("o", "i", 1, 2, 3)
+    from tritium.runtime.cuda import GPUKernel
+
+    again = GPUKernel.from_blobs({n: v if isinstance(v, bytes) else v.encode()
+                                  for n, v in k.to_blobs().items()})
+    assert again.metadata.constexpr_positions == [5, 6]
+    assert again._check_arg_count(("o", "i", 1, 2, 3)) == ("o", "i", 1, 2, 3)

@@ -496,7 +496,7 @@ def test_compiled_kernel_names(tmp_path, monkeypatch):
                                     "n": "i32"}, constexprs={"BLOCK": 64}, target="sm_80")
     assert type(gpu) is GPUKernel and gpu.tile is not None and type(gpu.tile) is TileKernel
     with pytest.raises(TypeError, match=r"_add: expected 4 runtime arguments \(x_ptr, y_ptr, "
-                                        r"out_ptr, n\), got 2"):
+                                        r"out_ptr, n\) \(or all 5 parameters\), got 2"):
         gpu[(1,)](x, x)
     with pytest.raises(TypeError, match="expected 4 runtime arguments"):
         cpu[(1,)](x)

@@ -14,8 +14,8 @@ import os
 import time
 
 from ..errors import CompilationError, ExecutionError, load_C, user_error_args
-from ..runtime.launcher import (CompiledKernel, convert_runtime_args, declared_memory,
-                                normalize_grid)
+from ..runtime.launcher import (CompiledKernel, KernelMetadata, convert_runtime_args,
+                                declared_memory, normalize_grid)
 from . import codegen
 from .dump import dump_dir, dump_stages
 
@@ -52,7 +52,11 @@ class TileKernel(CompiledKernel):
         self.arg_names = [n for n, p in params if p[0] == "arg"]
         self.constants = {n: p[1] for n, p in params if p[0] == "const"}
         self.signature = {n: str(p[1]) for n, p in params if p[0] == "arg"}
-        self.metadata = {"name": name, "num_warps": None, "num_stages": None}
+        self.metadata = KernelMetadata(
+            name=name, num_warps=None, num_stages=None, shared=0,
+            constexpr_positions=[i for i, (_, p) in enumerate(params) if p[0] == "const"])
+        # Triton's resource figures; the CPU executor has no registers to count.
+        self.n_regs = self.n_spills = 0
 
     def __repr__(self):
         return f"TileKernel({self.name}, signature={self.signature})"
@@ -73,7 +77,7 @@ class TileKernel(CompiledKernel):
         (the constexprs are baked in)."""
 
         def launch(*args):
-            self._check_arg_count(args)
+            args = self._check_arg_count(args)
             values = convert_runtime_args(self, args)  # raises for GPU tensors
             g = normalize_grid(grid, {})
             if all(x > 0 for x in g):

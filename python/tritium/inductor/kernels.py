@@ -39,6 +39,7 @@ from ..compile_api import build_specialization
 from ..errors import CompilationError
 from ..compiler.compiler import compile_gpu_future
 from ..compiler.pipeline import compile_tile
+from ..runtime.driver import GPUTarget  # noqa: F401 -- triton.backends.compiler's, here too
 from ..runtime.launcher import convert_runtime_args
 
 # How many kernels tritium compiled for Inductor in this process, and their
@@ -70,12 +71,6 @@ def _lazy(name):
     return property(get, put, doc=f"the kernel's {name} (waits for its compile)")
 
 
-class GPUTarget(collections.namedtuple("GPUTarget", ["backend", "arch", "warp_size"])):
-    """Triton's `triton.backends.compiler.GPUTarget(backend, arch, warp_size)`:
-    backend "cpu" runs on tritium's CPU executor, "cuda" (arch: the compute
-    capability as major*10+minor, warp_size 32) on an NVIDIA GPU."""
-
-    __slots__ = ()
 
 
 class ASTSource:

@@ -4,3 +4,5 @@ CUDA devices and GPU kernels (cuda.py) and bounds-checked launches
 (debug.py)."""
 
 from .launcher import GPU_LAUNCH_MESSAGE, PointerArg, int_dtype, pointer_arg  # noqa: F401
+# Triton's `triton.runtime.driver` (its tutorials ask it for the device): the object, as there.
+from .driver import driver  # noqa: F401,E402

@@ -21,8 +21,8 @@ import sys
 from ..errors import ExecutionError, load_C, user_error_args
 from . import debug as _debug
 from .debug import OutOfBoundsError  # noqa: F401 -- where users caught it before
-from .launcher import (CompiledKernel, PointerArg, convert_runtime_args, declared_memory,
-                       normalize_grid, pointer_arg)
+from .launcher import (CompiledKernel, KernelMetadata, PointerArg, convert_runtime_args,
+                       declared_memory, normalize_grid, pointer_arg)
 
 # ---------------------------------------------------------------------------
 # devices and streams
@@ -116,7 +116,7 @@ class GPUKernel(CompiledKernel):
     def __init__(self, name, asm, metadata, tile=None):
         self.name = name
         self.asm = asm
-        self.metadata = metadata
+        self.metadata = KernelMetadata(metadata)
         self.arg_names = [p[1] for p in metadata["params"]]
         self.tile = tile  # the compile's TileKernel (CPU executor), if at hand
         self._kernel = None
@@ -178,6 +178,10 @@ class GPUKernel(CompiledKernel):
     def load(self, device=0):
         self.gpu_kernel().load(device)
 
+    def _init_handles(self):
+        """Triton's name for loading the module (here on the current device)."""
+        self.load(current_device())
+
     @property
     def n_regs(self):
         return self.gpu_kernel().attributes(current_device())["num_regs"]
@@ -200,7 +204,7 @@ class GPUKernel(CompiledKernel):
     # -- kernel[grid](*args) ------------------------------------------------------
     def __getitem__(self, grid):
         def launch(*args, stream=None):
-            self._check_arg_count(args)
+            args = self._check_arg_count(args)
             g = normalize_grid(grid, {})
             ptrs = [(i, pointer_arg(a, f"argument {self.arg_names[i]!r}"))
                     for i, a in enumerate(args) if self.metadata["params"][i][0] == "ptr"]

@@ -214,6 +214,20 @@ def exec_int(v):
     return v - 2 ** 64 if v >= 2 ** 63 else v
 
 
+class KernelMetadata(dict):
+    """A compiled kernel's metadata: a dict, which also reads as attributes, as Triton's
+    `CompiledKernel.metadata` does (its fused-softmax tutorial reads `kernel.metadata.shared`)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"kernel metadata has no {name!r} "
+                                 f"(it has {', '.join(sorted(self))})") from None
+
+
 class CompiledKernel:
     """One specialisation of a kernel, compiled: what `tritium.compile`,
     `kernel.warmup(...)` and `kernel[grid](...)` return (Triton's
@@ -224,10 +238,23 @@ class CompiledKernel:
 
     __slots__ = ()
 
+    def _init_handles(self):
+        """Triton loads the binary here, before a caller reads n_regs / n_spills (its
+        tutorials do); for tritium a no-op where nothing is to load."""
+
     def _check_arg_count(self, args):
-        if len(args) != len(self.arg_names):
-            raise TypeError(f"{self.name}: expected {len(self.arg_names)} runtime arguments "
-                            f"({', '.join(self.arg_names)}), got {len(args)}")
+        """The runtime arguments of `compiled[grid](*args)`: `args` themselves, or, as Triton's
+        compiled kernels take them (its fused-softmax tutorial does), every parameter in order
+        with the constexprs' values passed and ignored."""
+        if len(args) == len(self.arg_names):
+            return args
+        consts = self.metadata.get("constexpr_positions")
+        if consts is not None and len(args) == len(self.arg_names) + len(consts):
+            dropped = set(consts)
+            return tuple(a for i, a in enumerate(args) if i not in dropped)
+        every = "" if consts is None else f" (or all {len(self.arg_names) + len(consts)} parameters)"
+        raise TypeError(f"{self.name}: expected {len(self.arg_names)} runtime arguments "
+                        f"({', '.join(self.arg_names)}){every}, got {len(args)}")
 
 
 def normalize_grid(grid, meta):
