@@ -1239,10 +1239,10 @@ def test_compiled_gpu_kernel_takes_every_parameter_too():
                         target="sm_90a")
     assert k.metadata.constexpr_positions == [5, 6] and k.metadata.num_warps == 4
     assert isinstance(k.metadata.shared, int)
-    assert k._check_arg_count(("o", "i", 1, 2, 3, 64, 2)) == ("o", "i", 1, 2, 3)
+    assert k._runtime_args(("o", "i", 1, 2, 3, 64, 2)) == ("o", "i", 1, 2, 3)
     from tritium.runtime.cuda import GPUKernel
 
     again = GPUKernel.from_blobs({n: v if isinstance(v, bytes) else v.encode()
                                   for n, v in k.to_blobs().items()})
     assert again.metadata.constexpr_positions == [5, 6]
-    assert again._check_arg_count(("o", "i", 1, 2, 3)) == ("o", "i", 1, 2, 3)
+    assert again._runtime_args(("o", "i", 1, 2, 3)) == ("o", "i", 1, 2, 3)

@@ -497,3 +497,39 @@ def test_disk_cache_reused_across_processes(tmp_path):
         assert o.returncode == 0, o.stderr
     assert "HITS 0 MISSES 1" in outs[0].stdout
     assert "HITS 1 MISSES 0" in outs[1].stdout
+
+
+@triton.jit
+def _tutorial_softmax(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                      BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=num_stages):
+        cols = tl.arange(0, BLOCK_SIZE)
+        x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + row * out_stride + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+
+
+def test_fused_softmax_tutorial_host_code():
+    """Triton's fused-softmax tutorial's host side, unchanged: the device from
+    triton.runtime.driver, warmup + _init_handles, occupancy from n_regs and metadata.shared,
+    then compiled[grid](*every_parameter)."""
+    driver = triton.runtime.driver
+    device = driver.active.get_active_torch_device()
+    assert device.type == "cuda" and driver.active.get_current_target().backend == "cuda"
+    props = driver.active.utils.get_device_properties(device.index)
+    num_sm, num_regs = props["multiprocessor_count"], props["max_num_regs"]
+    size_smem, warp_size = props["max_shared_mem"], props["warpSize"]
+    x = torch.randn(1823, 781, device=device)
+    y = poisoned(x.shape, x.dtype)
+    block, num_warps, num_stages = triton.next_power_of_2(x.shape[1]), 8, 2
+    kernel = _tutorial_softmax.warmup(y, x, x.stride(0), y.stride(0), *x.shape,
+                                      BLOCK_SIZE=block, num_stages=num_stages,
+                                      num_warps=num_warps, grid=(1,))
+    kernel._init_handles()
+    assert kernel.n_regs > 0 and isinstance(kernel.metadata.shared, int)
+    occupancy = num_regs // (kernel.n_regs * warp_size * num_warps)
+    if kernel.metadata.shared:
+        occupancy = min(occupancy, size_smem // kernel.metadata.shared)
+    programs = min(num_sm * max(occupancy, 1), x.shape[0])
+    kernel[(programs, 1, 1)](y, x, x.stride(0), y.stride(0), *x.shape, block, num_stages)
+    torch.testing.assert_close(y, torch.softmax(x, dim=1))

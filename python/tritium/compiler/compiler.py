@@ -180,7 +180,7 @@ def _finish(p, res, publish=None):
         "params": [[str(k), str(n)] for k, n in res["params"]],
         "ptxas_log": res.get("ptxas_log", ""),
         # Where the constexprs sit among the parameters: compiled[grid](*every_parameter).
-        "constexpr_positions": [i for i, (_, prm) in enumerate(tile.params) if prm[0] == "const"],
+        "constexpr_positions": tile.metadata["constexpr_positions"],
     }
     # Registers and spills as ptxas reports them (Triton's n_regs / n_spills); absent without
     # ptxas (the driver's JIT compiles the PTX at load time).

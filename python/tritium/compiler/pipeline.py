@@ -77,7 +77,7 @@ class TileKernel(CompiledKernel):
         (the constexprs are baked in)."""
 
         def launch(*args):
-            args = self._check_arg_count(args)
+            args = self._runtime_args(args)
             values = convert_runtime_args(self, args)  # raises for GPU tensors
             g = normalize_grid(grid, {})
             if all(x > 0 for x in g):

@@ -71,8 +71,6 @@ def _lazy(name):
     return property(get, put, doc=f"the kernel's {name} (waits for its compile)")
 
 
-
-
 class ASTSource:
     """Triton's `triton.compiler.compiler.ASTSource(fn, signature, constexprs,
     attrs)`: one specialisation of a @jit function. signature maps parameter
@@ -211,7 +209,8 @@ class CompiledKernel:
         for its device. Returns False when the call needs the general path
         (a wrong argument count, no stream, an empty grid, several GPUs)."""
         kept, nparams = self._kept, self._nparams
-        # The runtime arguments out of Inductor's (constexprs dropped) by one C call.
+        # The runtime arguments out of Inductor's (constexprs dropped): one itemgetter call
+        # where two or more stay.
         if len(kept) == nparams:
             pick = None
         elif len(kept) <= 1:

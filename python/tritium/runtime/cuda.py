@@ -204,7 +204,7 @@ class GPUKernel(CompiledKernel):
     # -- kernel[grid](*args) ------------------------------------------------------
     def __getitem__(self, grid):
         def launch(*args, stream=None):
-            args = self._check_arg_count(args)
+            args = self._runtime_args(args)
             g = normalize_grid(grid, {})
             ptrs = [(i, pointer_arg(a, f"argument {self.arg_names[i]!r}"))
                     for i, a in enumerate(args) if self.metadata["params"][i][0] == "ptr"]

@@ -242,7 +242,7 @@ class CompiledKernel:
         """Triton loads the binary here, before a caller reads n_regs / n_spills (its
         tutorials do); for tritium a no-op where nothing is to load."""
 
-    def _check_arg_count(self, args):
+    def _runtime_args(self, args):
         """The runtime arguments of `compiled[grid](*args)`: `args` themselves, or, as Triton's
         compiled kernels take them (its fused-softmax tutorial does), every parameter in order
         with the constexprs' values passed and ignored."""
@@ -252,7 +252,8 @@ class CompiledKernel:
         if consts is not None and len(args) == len(self.arg_names) + len(consts):
             dropped = set(consts)
             return tuple(a for i, a in enumerate(args) if i not in dropped)
-        every = "" if consts is None else f" (or all {len(self.arg_names) + len(consts)} parameters)"
+        every = ("" if consts is None
+                 else f" (or all {len(self.arg_names) + len(consts)} parameters)")
         raise TypeError(f"{self.name}: expected {len(self.arg_names)} runtime arguments "
                         f"({', '.join(self.arg_names)}){every}, got {len(args)}")
 
