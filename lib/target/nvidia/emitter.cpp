@@ -1,6 +1,7 @@
 // The PTX emitter's core: registers, thread indices, the kernel's frame. The
 // path from tile IR to PTX around it is compileKernel (pipeline.cpp).
 #include "emitter.h"
+#include "register_cap.h"
 
 #include "tritium/ir/printer.h"
 #include "tritium/target/nvidia/op_support.h"
@@ -751,8 +752,7 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
     hasDot |= op->code() == OpCode::Dot || op->code() == OpCode::WarpGroupDot;
   });
   if (hasDot)
-    head << ".maxnreg "
-         << std::min(255, 65536 / (numWarps * gpu::kThreadsPerWarp) / 8 * 8)
+    head << ".maxnreg " << registerCap(numWarps * gpu::kThreadsPerWarp)
          << "\n";
   head << "{\n";
   for (int c = 0; c < kNumRC; ++c)

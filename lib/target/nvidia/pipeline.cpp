@@ -4,6 +4,7 @@
 #include "tritium/target/nvidia/pipeline.h"
 
 #include "emitter.h"
+#include "register_cap.h"
 
 #include "tritium/gpu/layouts.h"
 #include "tritium/gpu/passes.h"
@@ -177,9 +178,12 @@ void compileKernel(const Module &m, const std::string &kernel,
   steps.end();
 
   // 5. cubin (optional: without ptxas the runtime hands PTX to the driver).
+  // A kernel that spills heavily at ptxas's own register choice is
+  // assembled again with a register cap (register_cap.cpp).
   if (opts.assemble) {
     steps.begin("ptxas");
-    runtime::PtxasResult a = runtime::runPtxas(ck.ptx, r.target);
+    runtime::PtxasResult a = nvidia::assembleWithRegisterCap(
+        ck.ptx, r.target, opts.numWarps * gpu::kThreadsPerWarp, r.stats);
     r.cubin = std::move(a.cubin);
     r.ptxasLog = std::move(a.log);
     r.assembled = true;
