@@ -6,6 +6,7 @@
 #include "tritium/ir/printer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
@@ -248,12 +249,34 @@ struct Assigner {
     });
   }
 
+  /// The loops (scf.for, scf.while) around op.
+  static int loopDepth(const Operation *op) {
+    int n = 0;
+    for (Operation *p = op->parentOp(); p; p = p->parentOp())
+      n += p->code() == OpCode::For || p->code() == OpCode::While;
+    return n;
+  }
+
   /// Step 2: the blocked layout that coalesces a group's memory accesses.
   const GPULayout *coalesced(const Group &g) {
     const Type *t = g.members.front()->type();
     const auto &shape = t->shape();
     int rank = (int)shape.size();
     int64_t bestPerThread = 0;
+    // An atomic's lanes must cover consecutive 16-byte pieces in one
+    // instruction: L2 applies atomics per 32-byte sector, and 32 bytes a
+    // lane (8 fp32 taken from a bf16 tile's layout) split over two
+    // instructions leave each sector half used in both, twice the atomic
+    // traffic (Liger's modulated_rms_norm backward: 149 us against
+    // Triton's 92). The whole group takes the narrower width (its loads
+    // stay coalesced, at 8 bytes a lane) when the atomic runs as often as
+    // its loads do (as deep in loops): one atomic after a loop of loads
+    // (attn_res's dW) does not narrow the loop.
+    int64_t atomicCap = INT64_MAX;
+    int accessDepth = 0;
+    for (Operation *op : g.anchors)
+      if (op->code() == OpCode::Load || op->code() == OpCode::Store)
+        accessDepth = std::max(accessDepth, loopDepth(op));
     std::vector<int64_t> bestOrder;
     for (Operation *op : g.anchors) {
       Value *ptr = op->operand(0);
@@ -272,11 +295,16 @@ struct Assigner {
       int64_t alignment = std::min(maxMultiple, maxContig);
       int64_t perThread =
           std::min<int64_t>(alignment, std::max<int64_t>(16 / eb, 1));
+      if ((op->code() == OpCode::AtomicRMW ||
+           op->code() == OpCode::AtomicCAS) &&
+          loopDepth(op) >= accessDepth)
+        atomicCap = std::min(atomicCap, std::max<int64_t>(16 / eb, 1));
       if (perThread > bestPerThread) {
         bestPerThread = perThread;
         bestOrder = order;
       }
     }
+    bestPerThread = std::min(bestPerThread, atomicCap);
     int64_t threads = (int64_t)numWarps * kThreadsPerWarp;
     bestPerThread = std::min(bestPerThread,
                              std::max<int64_t>(t->numElements() / threads, 1));
@@ -329,6 +357,25 @@ struct Assigner {
       return ll.zeroBasesMask(kLane) != 0 || ll.zeroBasesMask(kWarp) != 0;
     };
     return dup(l) && !dup(coalesced(g));
+  }
+
+  /// Would layout l make a thread of group g issue more atomics than its
+  /// own coalesced layout? A row sum's slice layout (tl.sum(x, 1) of a
+  /// 32x128 tile) gives each owning thread 8 rows: 8 atomic instructions
+  /// with one lane active, each behind its own fence for the default
+  /// acq_rel, where spreading the 32 rows over the lanes takes one (one
+  /// shared-memory conversion; Liger's mhc_pre backward: 254 us against
+  /// Triton's 154).
+  bool moreAtomics(const Group &g, const GPULayout *l) {
+    bool atomic = false;
+    for (Operation *op : g.anchors)
+      atomic |= op->code() == OpCode::AtomicRMW ||
+                op->code() == OpCode::AtomicCAS;
+    if (!atomic)
+      return false;
+    const auto &shape = g.members.front()->type()->shape();
+    return l->toLinear(shape).numRegs() >
+           coalesced(g)->toLinear(shape).numRegs();
   }
 
   static int log2Floor(int64_t v) {
@@ -413,7 +460,9 @@ struct Assigner {
           // neighbour's layout only if its accesses stay as wide (a matmul's
           // A tile must not inherit the 128-wide store layout of C through
           // the row offsets they share).
-          if (!next->anchors.empty() && (narrower(*next, l) || copies(*next, l)))
+          if (!next->anchors.empty() &&
+              (narrower(*next, l) || copies(*next, l) ||
+               moreAtomics(*next, l)))
             continue;
           next->layout = l;
           queue.push_back(next);
