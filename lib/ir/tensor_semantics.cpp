@@ -608,12 +608,17 @@ Value *Builder::dot(Value *a, Value *b, Value *acc,
   if (isPtrLike(a) || isPtrLike(b))
     error("tl.dot expects numeric tensors, got " + shapes);
   DType da = elemDType(a), db = elemDType(b);
-  for (DType d : {da, db})
-    if (isFp8(d) && !isNativeFp8(d))
-      error(std::string("tl.dot does not support ") + tritonName(d) +
-            " operands (" + shapes +
-            "): only fp8e4nv and fp8e5 feed the tensor cores; convert the "
-            "operand to fp16 or bf16 first");
+  // fp8 formats the tensor cores do not take (fp8e4b15, fp8e4b8, fp8e5b16)
+  // hold only values fp16 represents exactly: the operands become fp16 (and
+  // an fp8 partner with them), as Triton upcasts them.
+  if ((isFp8(da) && !isNativeFp8(da)) || (isFp8(db) && !isNativeFp8(db))) {
+    if (isFp8(da))
+      a = cast(a, DType::FP16, false, "");
+    if (isFp8(db))
+      b = cast(b, DType::FP16, false, "");
+    da = elemDType(a);
+    db = elemDType(b);
+  }
   // fp8 operands may mix e4m3 and e5m2 (the tensor cores take either kind on
   // each side); every other dtype must match.
   bool fp8 = isFp8(da) && isFp8(db);
@@ -642,10 +647,10 @@ Value *Builder::dot(Value *a, Value *b, Value *acc,
           " dimension (" + std::to_string(K) + ") must equal the second "
           "operand's " + (rank == 3 ? "second" : "first") + " (" +
           std::to_string(K2) + ")");
-  if (M < 16 || N < 16 || K < 16)
-    error("tl.dot needs M, N and K >= 16, got M=" + std::to_string(M) +
-          ", N=" + std::to_string(N) + ", K=" + std::to_string(K) + " (" +
-          a->type()->str() + " @ " + b->type()->str() + ")");
+  // Any M, N and K (powers of two, as every tile): Triton's interpreter
+  // takes them all, and its NVIDIA backend M and N below 16. On the GPU a
+  // dot too small for the tensor cores' instruction shapes runs on FMAs
+  // (accelerate_matmul.cpp), as fp32 "ieee" does.
   std::string prec = lower(inputPrecision);
   if (prec != "tf32" && prec != "tf32x3" && prec != "ieee")
     error("tl.dot input_precision must be one of tf32, tf32x3, ieee, got '" +

@@ -86,3 +86,14 @@ def device_descriptor_kernel(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr,
     yd = tl.make_tensor_descriptor(y, [M, N], [N, 1], [BM, BN])
     v = xd.load([pm * BM, pn * BN])
     yd.store([pm * BM, pn * BN], v * 2)
+
+
+@triton.jit
+def gather_scatter_kernel(x, y, idx_ptr, M, N, Y0, NROWS: tl.constexpr, BN: tl.constexpr):
+    """desc.gather of rows idx[0..NROWS) at columns Y0..Y0+BN of x (out of bounds: 0), then
+    desc.scatter of 2 * those rows into the same rows and columns of y (out of bounds: dropped)."""
+    xd = tl.make_tensor_descriptor(x, [M, N], [N, 1], [1, BN])
+    yd = tl.make_tensor_descriptor(y, [M, N], [N, 1], [1, BN])
+    rows = tl.load(idx_ptr + tl.arange(0, NROWS))
+    v = xd.gather(rows, Y0)
+    yd.scatter(v * 2, rows, Y0)

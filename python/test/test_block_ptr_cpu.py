@@ -532,3 +532,54 @@ def test_gpu_kernels_compile_to_ptx(case, target):
         assert re.search(r"cp\.async\.c[ag]\.shared\.global.*, 16", ptx), ptx[:2000]
     if case == "copy2d":
         assert "ld.global.v4" in ptx or "ld.global.nc.v4" in ptx
+
+
+def gather_scatter_ref(x, y, idx, y0, bn):
+    """What desc.gather/scatter do on numpy: rows out of [0, M) and columns out of [0, N) read 0
+    and are not written."""
+    M, N = x.shape
+    y = y.copy()
+    for r in idx:
+        for c in range(y0, y0 + bn):
+            if 0 <= r < M and 0 <= c < N:
+                y[r, c] = 2 * x[r, c]
+    return y
+
+
+@pytest.mark.parametrize("y0", [0, 8, 40, -8])
+def test_descriptor_gather_scatter(y0):
+    # Triton's TMA gather / scatter: a 2-D descriptor of 1-row blocks, rows from a tensor.
+    M, N, BN = 20, 48, 16
+    x = rng.random((M, N), dtype=np.float32)
+    y = _poisoned((M, N))
+    idx = np.array([3, 0, 19, 7, 25, -2, 11, 5], dtype=np.int32)  # 25 and -2: out of bounds
+    K.gather_scatter_kernel[(1,)](x, y, idx, M, N, y0, NROWS=8, BN=BN)
+    np.testing.assert_array_equal(y, gather_scatter_ref(x, _poisoned((M, N)), idx, y0, BN))
+
+
+@pytest.mark.parametrize("rows,bn,pattern", [(4, 16, "at least 8 rows"),
+                                             (8, 4, "at least 8 columns")])
+def test_descriptor_gather_limits(rows, bn, pattern):
+    x = np.zeros((16, 16), np.float32)
+    idx = np.zeros(rows, np.int32)
+    with pytest.raises(tritium.CompilationError, match=pattern):
+        K.gather_scatter_kernel[(1,)](x, x.copy(), idx, 16, 16, 0, NROWS=rows, BN=bn)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_descriptor_gather_scatter_ptx_assembles(target, tmp_path):
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
+                                       if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+    if ptxas is None:
+        pytest.skip("ptxas not installed")
+    sig = {"x": "*fp32", "y": "*fp32", "idx_ptr": "*i32", "M": "i32", "N": "i32", "Y0": "i32"}
+    k = tritium.compile(K.gather_scatter_kernel, signature=sig, constexprs={"NROWS": 8, "BN": 16},
+                        target=target, num_warps=4, use_cache=False)
+    path = tmp_path / "k.ptx"
+    path.write_text(k.asm["ptx"])
+    r = subprocess.run([ptxas, f"-arch={target}", str(path), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

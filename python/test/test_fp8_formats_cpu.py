@@ -15,6 +15,7 @@ import tritium.language as tl
 from tritium.errors import CompilationError
 
 import _fp8_formats as F
+from harness import needs_torch
 
 
 def put(a):
@@ -178,21 +179,6 @@ def test_reinterpret_checks_width():
 # ---- errors --------------------------------------------------------------------------------
 
 @tritium.jit
-def _dot_kernel(a, b, c, FP8: tl.constexpr):
-    i = tl.arange(0, 16)
-    x = tl.load(a + i[:, None] * 16 + i[None, :]).to(FP8, bitcast=True)
-    y = tl.load(b + i[:, None] * 16 + i[None, :]).to(FP8, bitcast=True)
-    tl.store(c + i[:, None] * 16 + i[None, :], tl.dot(x, y))
-
-
-@pytest.mark.parametrize("fmt", F.NEW_FORMATS)
-def test_dot_rejects_storage_formats(fmt):
-    a = np.zeros(256, dtype=np.uint8)
-    with pytest.raises(CompilationError, match=f"tl.dot does not support {fmt}"):
-        _dot_kernel[(1,)](a, a, np.zeros(256, dtype=np.float32), FP8=F.TL[fmt])
-
-
-@tritium.jit
 def _cast_kernel(src, dst, TO: tl.constexpr, ROUNDING: tl.constexpr):
     tl.store(dst, tl.load(src).to(TO, fp_downcast_rounding=ROUNDING))
 
@@ -215,3 +201,46 @@ def test_rtz_fp32_to_fp16():
         for i in range(3):
             _cast_kernel[(1,)](x[i:], out[i:], TO=tl.float16, ROUNDING=rounding)
         np.testing.assert_array_equal(out, np.array(want, dtype=np.float16))
+
+
+@needs_torch
+def test_reinterpret_wrapper_host_methods():
+    # Triton's TensorWrapper methods, which its tests use on uint tensors: new_empty, clone, to,
+    # cpu and copy_ act on the base and keep the dtype; `data` is the base's.
+    import torch  # noqa: PLC0415
+
+    base = torch.arange(12, dtype=torch.uint8).reshape(3, 4)
+    w = tritium.reinterpret(base, tl.float8e4b15)
+    out = w.new_empty((2, 2))
+    assert isinstance(out, type(w)) and out.dtype == tl.float8e4b15 and tuple(out.shape) == (2, 2)
+    c = w.clone()
+    assert c.base.data_ptr() != base.data_ptr() and torch.equal(c.base, base)
+    assert w.to("cpu").dtype == tl.float8e4b15 and w.cpu().dtype == tl.float8e4b15
+    z = tritium.reinterpret(torch.zeros_like(base), tl.float8e4b15)
+    z.copy_(w)
+    assert torch.equal(z.base, base)
+    assert torch.equal(w.data, base)
+
+
+@tritium.jit
+def _fp8_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("fmt", F.NEW_FORMATS)
+def test_dot_of_non_tensor_core_fp8(fmt):
+    # fp8e4b15, fp8e4b8 and fp8e5b16 hold only values fp16 represents exactly: tl.dot upcasts
+    # the operands to fp16 (Triton does too) instead of refusing them.
+    rng = np.random.default_rng(7)
+    table = F.decode_table(fmt)
+    finite = [c for c in range(256) if np.isfinite(table[c]) and abs(table[c]) <= 8]
+    a_bits = rng.choice(finite, size=(16, 32)).astype(np.uint8)
+    b_bits = rng.choice(finite, size=(32, 16)).astype(np.uint8)
+    c = np.full((16, 16), np.nan, np.float32)
+    _fp8_dot_kernel[(1,)](tritium.reinterpret(a_bits, F.TL[fmt]), tritium.reinterpret(b_bits, F.TL[fmt]),
+                          c, M=16, N=16, K=32)
+    ref = table[a_bits].astype(np.float64) @ table[b_bits].astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)

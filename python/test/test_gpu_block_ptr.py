@@ -119,3 +119,17 @@ def test_device_descriptor(pad, M, N):
                                                                          BN=32, PAD=pad)
     torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
     triton.set_allocator(None)
+
+
+@pytest.mark.parametrize("y0", [0, 40, -8])
+def test_gpu_descriptor_gather_scatter(y0):
+    from test_block_ptr_cpu import gather_scatter_ref  # noqa: PLC0415
+
+    M, N, BN = 20, 48, 16
+    x = torch.rand((M, N), device=DEV)
+    y = poisoned((M, N))
+    idx = torch.tensor([3, 0, 19, 7, 25, -2, 11, 5], dtype=torch.int32, device=DEV)
+    K.gather_scatter_kernel[(1,)](x, y, idx, M, N, y0, NROWS=8, BN=BN)
+    ref = gather_scatter_ref(x.cpu().numpy(), poisoned((M, N)).cpu().numpy(), idx.cpu().numpy(),
+                             y0, BN)
+    torch.testing.assert_close(y.cpu(), torch.from_numpy(ref), equal_nan=True)

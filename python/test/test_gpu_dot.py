@@ -352,3 +352,19 @@ def test_batched_attention(B, M, N, D, warps):
     p = torch.exp(s - s.amax(-1, keepdim=True))
     want = torch.bmm(p, v.double()) / p.sum(-1, keepdim=True)
     assert rel_err(o, want) < 5e-3  # p is rounded to fp16 before the second dot
+
+
+@pytest.mark.parametrize("B,M,N,K", [(1, 1, 64, 64), (1, 64, 2, 64), (1, 2, 2, 16), (1, 64, 64, 4),
+                                     (1, 16, 16, 8), (2, 8, 8, 32), (2, 32, 2, 32)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_gpu_small_dot(dtype, B, M, N, K):
+    # M, N or K below 16 (test_dot_small.py: the executor and ptxas): FMAs on the GPU.
+    from test_dot_small import small_dot_kernel  # noqa: PLC0415
+
+    shape = (lambda *s: s) if B == 1 else (lambda *s: (B, *s))
+    a = torch.randn(shape(M, K), device="cuda", dtype=dtype)
+    b = torch.randn(shape(K, N), device="cuda", dtype=dtype)
+    c = poisoned(shape(M, N), torch.float32)
+    small_dot_kernel[(1,)](a, b, c, B=B, M=M, N=N, K=K)
+    ref = torch.matmul(a.double(), b.double())
+    torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-5 * K ** 0.5)

@@ -36,11 +36,13 @@ def philox_ref(seed, counters, n_rounds=10, bits=32):
 
 
 def randint4x_ref(seed, offsets, n_rounds=10):
+    """Triton 3.6's streams: Philox 4x32 on (offset's low word, its high word for a 64-bit
+    offset or 0, 0, 0); uint32 whatever the offset's width."""
     offsets = np.asarray(offsets)
-    bits = offsets.dtype.itemsize * 8
-    words = [philox_ref(int(seed), [int(o), 0, 0, 0], n_rounds, bits) for o in offsets.ravel()]
-    dt = np.uint32 if bits == 32 else np.uint64
-    return [np.array([w[k] for w in words], dtype=dt).reshape(offsets.shape) for k in range(4)]
+    wide = offsets.dtype.itemsize * 8 > 32
+    words = [philox_ref(int(seed), [int(o) & M32, (int(o) >> 32) & M32 if wide else 0, 0, 0],
+                        n_rounds) for o in offsets.ravel()]
+    return [np.array([w[k] for w in words], dtype=np.uint32).reshape(offsets.shape) for k in range(4)]
 
 
 def uniform_ref(x):
@@ -140,8 +142,7 @@ def test_randint4x_and_randint(seed, offs_dtype):
     info = np.iinfo(offs_dtype)
     offs = np.concatenate([np.arange(16), rng.integers(info.min, info.max, size=block - 16, dtype=np.int64)])
     offs = offs.astype(offs_dtype)
-    out_dt = np.uint32 if offs_dtype == np.int32 else np.uint64
-    out = poisoned((5, block), out_dt)
+    out = poisoned((5, block), np.uint32)
     launch(_randint4x_kernel, (1,), out, seed, offs, N_ROUNDS=10, BLOCK=block)
     ref = randint4x_ref(seed, offs)
     for k in range(4):
@@ -156,6 +157,23 @@ def test_randint_known_values():
     launch(_randint4x_kernel, (1,), out, 0, np.arange(4, dtype=np.int32), N_ROUNDS=10, BLOCK=4)
     assert out[0, 0] == 0x6627E8D5
     assert [int(v) for v in out[4]] == [philox_ref(0, [i, 0, 0, 0])[0] for i in range(4)]
+
+
+def test_int64_offsets_split_into_two_counter_words():
+    # Triton 3.6 (and a regression: tritium once ran Philox 4x64 and returned uint64 here): a
+    # 64-bit offset o is the counter (o & 0xffffffff, o >> 32, 0, 0) of Philox 4x32, so an offset
+    # below 2^32 draws the same number as an int32 one, and the result is uint32.
+    seed = 1234
+    wide = np.array([5, 7, (3 << 32) | 5, -1], dtype=np.int64)
+    out64 = poisoned((5, 4), np.uint32)
+    launch(_randint4x_kernel, (1,), out64, seed, wide, N_ROUNDS=10, BLOCK=4)
+    out32 = poisoned((5, 2), np.uint32)
+    launch(_randint4x_kernel, (1,), out32, seed, np.array([5, 7], dtype=np.int32), N_ROUNDS=10,
+           BLOCK=2)
+    np.testing.assert_array_equal(out64[:, :2], out32)
+    assert int(out64[0, 2]) == philox_ref(seed, [5, 3, 0, 0])[0]
+    assert int(out64[0, 3]) == philox_ref(seed, [M32, M32, 0, 0])[0]
+    assert out64[0, 2] != out64[0, 0]
 
 
 @triton.jit
@@ -270,11 +288,38 @@ def test_seed_from_memory_and_literal():
 
 
 @triton.jit
-def _bad_counter_kernel(out_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK).to(tl.int16)
+def _short_counter_kernel(out_ptr, BLOCK: tl.constexpr):
+    offs = (tl.arange(0, BLOCK) - 2).to(tl.int16)
     tl.store(out_ptr + tl.arange(0, BLOCK), tl.randint(0, offs))
 
 
-def test_randint_rejects_16_bit_offsets():
+def test_randint_widens_16_bit_offsets():
+    # As Triton 3.6: the offset becomes uint32 (sign-extended), the counter's first word.
+    out = poisoned(8, np.uint32)
+    launch(_short_counter_kernel, (1,), out, BLOCK=8)
+    ref = [philox_ref(0, [(i - 2) & M32, 0, 0, 0])[0] for i in range(8)]
+    assert [int(v) for v in out] == ref
+
+
+@triton.jit
+def _bad_counter_kernel(out_ptr, BLOCK: tl.constexpr):
+    c = tl.arange(0, BLOCK).to(tl.int16)
+    a, b, _, _ = tl.philox(0, c, c, c, c)
+    tl.store(out_ptr + tl.arange(0, BLOCK), a)
+
+
+def test_philox_rejects_16_bit_counters():
     with pytest.raises(triton.CompilationError, match="32- or 64-bit"):
         launch(_bad_counter_kernel, (1,), poisoned(8, np.uint32), BLOCK=8)
+
+
+@triton.jit
+def _seeded_rand_kernel(out_ptr, seed, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.rand(seed, i))
+
+
+@pytest.mark.parametrize("seed", [2.5, np.zeros(1, dtype=np.int32)], ids=["float", "pointer"])
+def test_the_seed_must_be_an_integer(seed):
+    with pytest.raises(triton.CompilationError, match="seed must be an integer"):
+        launch(_seeded_rand_kernel, (1,), poisoned(4, np.float32), seed, BLOCK=4)

@@ -65,3 +65,34 @@ def test_if_and_while_on_a_one_element_tensor(v, want):
     out = np.full(2, np.nan, np.float32)
     _one_element_condition_kernel[(1,)](np.array([v], np.float32), out)
     np.testing.assert_array_equal(out, [want, 3.0])
+
+
+@triton.jit
+def _shape_kernel(dst, shape):
+    m, n = shape
+    tl.store(dst + tl.arange(0, 2), tl.where(tl.arange(0, 2) == 0, m, n))
+
+
+def test_torch_size_is_a_tuple_argument():
+    # Triton's descriptor tests pass `tensor.shape` (a torch.Size, a tuple subclass) as a tuple.
+    torch = pytest.importorskip("torch")
+    out = np.full(2, -1, np.int32)
+    _shape_kernel[(1,)](out, torch.Size([37, 5]))
+    np.testing.assert_array_equal(out, [37, 5])
+
+
+@triton.jit
+def _empty_kernel(dst):
+    pass
+
+
+@pytest.mark.parametrize("nw", [3, 0, 64, 2.0])
+def test_num_warps_must_be_a_power_of_two(nw):
+    # Triton raises an AssertionError; tritium's LaunchOptionError is one (and a ValueError).
+    dst = np.zeros(4, np.float32)
+    with pytest.raises(AssertionError, match="must be a power of 2"):
+        _empty_kernel[(1,)](dst, num_warps=nw)
+    with pytest.raises(ValueError, match="must be a power of 2"):
+        _empty_kernel[(1,)](dst, num_warps=nw)
+    for ok in (1, 2, 4, 32):
+        _empty_kernel[(1,)](dst, num_warps=ok)

@@ -4,7 +4,7 @@ with Triton (`import tritium as triton; import tritium.language as tl`)."""
 __version__ = "0.1.0"
 
 from . import language  # noqa: E402
-from .errors import CompilationError, ExecutionError, TritonError  # noqa: E402
+from .errors import CompilationError, ExecutionError, LaunchOptionError, TritonError  # noqa: E402
 from .jit import JITFunction, jit  # noqa: E402
 from . import testing  # noqa: E402,F401
 from .compiler import CompiledKernel  # noqa: E402,F401
@@ -50,7 +50,7 @@ if _os.environ.get("TRITIUM_INDUCTOR", "") not in ("", "0"):
 
     _inductor.install()
 
-__all__ = ["CompilationError", "Config", "ExecutionError", "JITFunction", "TritonError",
+__all__ = ["CompilationError", "Config", "ExecutionError", "JITFunction", "LaunchOptionError", "TritonError",
            "autotune", "cdiv", "compile", "executor_memory", "heuristics", "jit", "language",
            "next_power_of_2", "reinterpret", "set_allocator", "testing", "torch_op",
            "TensorWrapper"]

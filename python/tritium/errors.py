@@ -7,7 +7,7 @@ is an `ExecutionError`. Both carry the location as attributes.
 
 import linecache
 
-__all__ = ["CompilationError", "ExecutionError", "TritonError", "load_C"]
+__all__ = ["CompilationError", "ExecutionError", "LaunchOptionError", "TritonError", "load_C"]
 
 _C_module = None
 
@@ -30,6 +30,11 @@ def load_C():
 class TritonError(Exception):
     """Triton's base class of its errors (`triton.TritonError`): code written for Triton
     catches compile errors by it."""
+
+
+class LaunchOptionError(ValueError, AssertionError):
+    """A launch option out of range (num_warps=3). A ValueError; also an AssertionError,
+    which is what Triton raises there, so code that catches that keeps working."""
 
 
 class CompilationError(TritonError):

@@ -24,7 +24,7 @@ from . import language as tl
 from .compiler import codegen
 from .compiler import compiler as _compiler
 from .compiler.pipeline import compile_tile
-from .errors import CompilationError, load_C
+from .errors import CompilationError, LaunchOptionError, load_C
 from .language.block import DescriptorParam
 from .language.core import constexpr
 from .runtime import cuda as _cuda
@@ -266,8 +266,9 @@ class JITFunction:
             key.append(("c", None))
             spec.append((p.name, "const", None))
             return
-        if type(v) is tuple:
-            _key_tuple(self, p, v, key, spec, runtime)
+        if type(v) is tuple or (isinstance(v, tuple) and not hasattr(v, "_fields")):
+            # A tuple subclass without fields (torch.Size) is passed as its tuple.
+            _key_tuple(self, p, tuple(v), key, spec, runtime)
             return
         t = type(v)
         if t is not bool and t is not int and t is not float:
@@ -318,6 +319,10 @@ class JITFunction:
             for o in self._launch_options:
                 if o in kwargs:
                     options[o] = kwargs.pop(o)
+        nw = options.get("num_warps")
+        if nw is not None and (type(nw) is not int or not 1 <= nw <= 32 or nw & (nw - 1)):
+            raise LaunchOptionError(f"{self.fn.__name__}: num_warps must be a power of 2 from 1 "
+                                    f"to 32, got {nw!r}")
         values = self._bind(args, kwargs)
         key, spec, runtime = self._key(values)
         if _uses_device(runtime):

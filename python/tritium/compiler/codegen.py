@@ -432,10 +432,13 @@ class CodeGenerator:
             return method(node)
         except (CompilationError, self.C.InternalError):
             raise
+        # The original exception stays the CompilationError's __cause__, as in
+        # Triton (code and tests written against Triton read the message
+        # there).
         except self.C.UserError as e:
-            raise self._translate(e, node) from None
+            raise self._translate(e, node) from e
         except _USER_EXCEPTIONS as e:
-            raise self._translate(e, node) from None
+            raise self._translate(e, node) from e
         except Exception as e:  # a bug in tritium: keep the cause chained
             raise self.error(f"internal error: {type(e).__name__}: {e}", node) from e
         finally:
@@ -1443,7 +1446,7 @@ class CodeGenerator:
             # The user's own Python code failed (a NameError in a plain helper
             # function, say): their mistake, at the call, not an internal error.
             name = getattr(fn, "__qualname__", None) or _describe(fn)
-            raise self.error(f"{name}() raised {type(e).__name__} at compile time: {e}") from None
+            raise self.error(f"{name}() raised {type(e).__name__} at compile time: {e}") from e
         return normalize(result)
 
     def _minmax(self, fn, args, kwargs):

@@ -388,6 +388,55 @@ class tensor_descriptor(_Aggregate):
         ptrs, mask = self._access(offsets, "desc.store")
         _builder().store(ptrs, v, mask)
 
+    def _rows(self, x_offsets, y_offset, what):
+        """Pointers and mask of rows `x_offsets` (a 1-D integer tensor), columns
+        y_offset .. y_offset + block_shape[1]: Triton's TMA gather/scatter, which
+        need a 2-D descriptor with 1-row blocks, at least 8 rows and 32 bytes of
+        columns. Out-of-bounds rows and columns read `padding`, store nothing."""
+        if len(self._block_shape) != 2:
+            raise ValueError(f"{what}: descriptor must be 2D, but got {list(self._block_shape)}")
+        if self._block_shape[0] != 1:
+            raise ValueError(f"{what}: descriptor block must have 1 row, but got "
+                             f"{list(self._block_shape)}")
+        xs = _unwrap(x_offsets)
+        if not isinstance(xs, tensor) or not xs.type.is_block() or len(xs.type.shape) != 1 \
+                or not xs.dtype.is_int():
+            raise ValueError(f"{what}: x offsets must be a 1D integer tensor, got {xs!r}")
+        n = xs.type.shape[0]
+        if n < 8:
+            raise ValueError(f"{what}: descriptor gather must have at least 8 rows, but got "
+                             f"[{n}]")
+        cols = self._block_shape[1]
+        min_cols = 32 // self.dtype.primitive_bitwidth * 8
+        if cols < min_cols:
+            raise ValueError(f"{what}: descriptor gather of {self.dtype} must have at least "
+                             f"{min_cols} columns, but got {cols}")
+        b = _builder()
+        y = _scalar(y_offset, "i32", f"{what}'s y offset")
+        rows = b.expand_dims(b.cast(xs.handle, "i32", False), 1)
+        col = b.expand_dims(b.binary("add", b.arange(0, cols), y.handle), 0)
+        offs = b.binary("add",
+                        b.binary("mul", b.cast(rows, "i64", False), self._strides[0].handle),
+                        b.binary("mul", b.cast(col, "i64", False), self._strides[1].handle))
+        inside_r = b.binary("logical_and", b.binary("ge", rows, 0),
+                            b.binary("lt", rows, self._shape[0].handle))
+        inside_c = b.binary("logical_and", b.binary("ge", col, 0),
+                            b.binary("lt", col, self._shape[1].handle))
+        mask = b.binary("logical_and", b.broadcast_to(inside_r, [n, cols]),
+                        b.broadcast_to(inside_c, [n, cols]))
+        ptrs = b.binary("add", self.base.handle, b.broadcast_to(offs, [n, cols]))
+        return ptrs, mask, (n, cols)
+
+    def gather(self, x_offsets, y_offset):
+        ptrs, mask, _ = self._rows(x_offsets, y_offset, "desc.gather")
+        pad = _other(self.padding or "zero", self.dtype)
+        return tensor(_builder().load(ptrs, mask, pad))
+
+    def scatter(self, value, x_offsets, y_offset):
+        ptrs, mask, shape = self._rows(x_offsets, y_offset, "desc.scatter")
+        v = _store_value(value, shape, "desc.scatter")
+        _builder().store(ptrs, v, mask)
+
     def _atomic(self, fn, offsets, value, what):
         v = _store_value(value, self._block_shape, what)
         ptrs, mask = self._access(offsets, what)

@@ -1,5 +1,8 @@
 """`tl.randint`, `tl.rand`, `tl.randn` and friends: Triton's counter-based
-random streams (Philox 4x32-10, or 4x64-10 for 64-bit offsets), bit for bit.
+random streams (Philox 4x32-10), bit for bit. A 64-bit offset is the
+counter's first two words (low, high), as in Triton 3.6: the numbers are
+uint32 whatever the offset's width. `tl.philox` itself also runs Philox
+4x64-10 on 64-bit counters.
 
 Every value is a pure function of (seed, offset): a kernel that draws
 `tl.rand(seed, offs)` gets, for each offset, the same number as Triton's
@@ -67,7 +70,11 @@ def philox(seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
     """Philox on a counter of 32-bit words (key: the seed's two halves) or of
     64-bit words (key: the seed and 0). Integers of either signedness are
     taken by their bits."""
-    seed = _tensor(seed, "the seed").to(core.uint64)
+    seed = _tensor(seed, "the seed")
+    if not seed.dtype.is_int():
+        raise TypeError(f"the seed must be an integer, got {seed.dtype} (Triton: "
+                        "static_assert(seed.dtype.is_int()))")
+    seed = seed.to(core.uint64)
     c0, c1, c2, c3 = (_tensor(c, "the counter") for c in (c0, c1, c2, c3))
     bits = c0.dtype.primitive_bitwidth
     if bits == 32:
@@ -87,17 +94,18 @@ def philox(seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
 
 @builtin
 def randint4x(seed, offset, n_rounds=N_ROUNDS_DEFAULT):
-    """Four blocks of random uint32 (uint64 for 64-bit offsets) for the
-    counter (offset, 0, 0, 0): the cheapest way to draw several numbers."""
+    """Four blocks of random uint32 for the counter (offset's low 32 bits,
+    its high 32 bits or 0, 0, 0): the cheapest way to draw several numbers."""
     offset = _tensor(offset, "the offset")
-    zero = offset * 0
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    lo = offset.to(core.uint32)
+    zero = lo * 0
+    hi = (offset >> 32).to(core.uint32) if offset.dtype.primitive_bitwidth > 32 else zero
+    return philox(seed, lo, hi, zero, zero, n_rounds)
 
 
 @builtin
 def randint(seed, offset, n_rounds=N_ROUNDS_DEFAULT):
-    """A block of random uint32 (uint64 for 64-bit offsets): the first word of
-    randint4x."""
+    """A block of random uint32: the first word of randint4x."""
     return randint4x(seed, offset, n_rounds)[0]
 
 

@@ -27,6 +27,8 @@ class TensorWrapper:
     def __init__(self, base, dtype):
         self.base = base
         self.dtype = dtype
+        # As Triton's wrapper: the base's `data`, a plain attribute.
+        self.data = getattr(base, "data", None)
 
     def data_ptr(self):
         return _data_ptr(self.base)
@@ -51,6 +53,24 @@ class TensorWrapper:
 
     def __str__(self):
         return f"TensorWrapper[{self.dtype}]({self.base})"
+
+    # Triton's host-side methods (its tests allocate outputs and copy through the wrapper):
+    # each acts on the base and keeps the dtype.
+    def cpu(self):
+        return TensorWrapper(self.base.cpu(), self.dtype)
+
+    def copy_(self, other):
+        self.base.copy_(other.base if isinstance(other, TensorWrapper) else other)
+        return self
+
+    def clone(self):
+        return TensorWrapper(self.base.clone(), self.dtype)
+
+    def to(self, device):
+        return TensorWrapper(self.base.to(device), self.dtype)
+
+    def new_empty(self, sizes):
+        return TensorWrapper(self.base.new_empty(sizes), self.dtype)
 
 
 def reinterpret(tensor, dtype):
