@@ -108,7 +108,7 @@ def _expand_dims_axis_kernel(x_ptr, AXIS: tl.constexpr):
     (2, r"invalid axis 2"),
     ((0, -3), r"repeated axis"),  # -3 is dimension 0 of the rank-3 result
     ((0, 3), r"invalid axis 3"),
-    ((0, 0), r"repeated axis"),
+    ((0, 0), r"repeated axis.*duplicate axes, normalized axes = \[0, 0\]"),
     ((2, -1), r"repeated axis"),  # -1 is dimension 2 of the rank-3 result
     ((0, -3, 1), r"repeated axis"),  # -3 is dimension 1 of the rank-4 result
     ((0, -4), r"invalid axis -4"),

@@ -1138,8 +1138,10 @@ def expand_dims(input, axis):
                              f"{new_rank} (an axis must be in [{-new_rank}, {new_rank}))")
         normalized.append(a + new_rank if a < 0 else a)
     if len(set(normalized)) != len(normalized):
-        raise ValueError(f"tl.expand_dims: repeated axis in {axes} (as dimensions of the "
-                         f"result: {normalized})")
+        # Triton's wording too ("duplicate axes, normalized axes = ..."), which code and
+        # tests written against Triton look for.
+        raise ValueError(f"tl.expand_dims: repeated axis in {axes}: duplicate axes, "
+                         f"normalized axes = {normalized}")
     handle = _value(x, "tl.expand_dims's input")
     for a in sorted(normalized):
         handle = _builder().expand_dims(handle, a)
