@@ -583,3 +583,20 @@ def test_descriptor_gather_scatter_ptx_assembles(target, tmp_path):
     r = subprocess.run([ptxas, f"-arch={target}", str(path), "-o", str(tmp_path / "k.cubin")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@triton.jit
+def _block_ptr_dtype_kernel(src_ptr, dst_ptr, N, BLOCK: tl.constexpr):
+    bp = tl.make_block_ptr(base=src_ptr, shape=(N,), strides=(1,), offsets=(0,), block_shape=(BLOCK,),
+                           order=(0,))
+    # As in Triton: a block pointer's dtype is a pointer to the block; its element_ty the block type.
+    tl.static_assert(bp.dtype.element_ty == tl.block_type(src_ptr.dtype.element_ty, [BLOCK]))
+    v = tl.load(bp, boundary_check=(0,), padding_option="zero").to(bp.dtype.element_ty)
+    tl.store(dst_ptr + tl.arange(0, BLOCK), v)
+
+
+def test_block_ptr_dtype_is_a_pointer_to_the_block():
+    src = np.arange(16, dtype=np.float16)
+    dst = np.zeros(16, np.float16)
+    _block_ptr_dtype_kernel[(1,)](src, dst, 13, BLOCK=16)
+    np.testing.assert_array_equal(dst, np.where(np.arange(16) < 13, src, 0))

@@ -1125,6 +1125,27 @@ def test_sum_with_dtype():
     np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)
 
 
+@triton.jit
+def _narrow_sum_kernel(out_ptr, IN: tl.constexpr, OUT: tl.constexpr):
+    x = tl.full((32, 32), 1, dtype=IN)
+    s = tl.sum(x, dtype=OUT)
+    if OUT is not None:
+        tl.static_assert(s.dtype == OUT)
+    tl.store(out_ptr, s.to(tl.int32))
+
+
+@pytest.mark.parametrize("in_dtype,out_dtype,want", [
+    ("int1", None, 1024), ("int1", "int1", 0), ("int8", "int8", 0), ("int8", None, 1024),
+    ("int16", "int16", 1024), ("int32", "int8", 0), ("uint8", "uint8", 0)])
+def test_sum_in_an_explicit_narrow_integer_wraps(in_dtype, out_dtype, want):
+    # Triton's tl.sum with dtype= accumulates in that dtype: 1024 ones wrap to 0 in int8 and
+    # in int1 (modulo 2); without dtype, small integers sum in int32.
+    out = np.full(1, -7, np.int32)
+    launch(_narrow_sum_kernel, (1,), out, IN=getattr(tl, in_dtype),
+           OUT=getattr(tl, out_dtype) if out_dtype else None)
+    assert out[0] == want
+
+
 # ----------------------------------------------------------------------------------------------
 # more integer dtypes
 

@@ -195,12 +195,19 @@ class block_pointer(_Aggregate):
         return f"block_pointer({self.base.dtype.element_ty}, {list(self.block_shape)})"
 
     @property
-    def dtype(self):
+    def element_ty(self):
+        """The type of the elements the block pointer points at."""
         return self.base.dtype.element_ty
 
     @property
+    def dtype(self):
+        # As Triton's: a pointer to the block (`.dtype.element_ty` is the block's type,
+        # which x.to() takes as its element type).
+        return self.type
+
+    @property
     def type(self):
-        return core.pointer_type(core.block_type(self.dtype, self.block_shape))
+        return core.pointer_type(core.block_type(self.element_ty, self.block_shape))
 
     def _components(self):
         return [self.base] + self.shape + self.strides + self.offsets
@@ -227,11 +234,11 @@ class block_pointer(_Aggregate):
         if _unwrap(mask) is not None or _unwrap(other) is not None:
             raise ValueError("`mask` and `other` arguments cannot be specified for loading "
                              "block pointers (use boundary_check and padding_option)")
-        padding = _padding(padding_option, self.dtype, what)
+        padding = _padding(padding_option, self.element_ty, what)
         checked = _boundary_check(boundary_check, len(self.block_shape), what)
         ptrs, m = _pointers_and_mask(self.base, self.shape, self.strides, self.offsets,
                                      self.block_shape, checked)
-        return tensor(_builder().load(ptrs, m, _other(padding, self.dtype) if m is not None
+        return tensor(_builder().load(ptrs, m, _other(padding, self.element_ty) if m is not None
                                       else None))
 
     def _tritium_store(self, value, mask, boundary_check):

@@ -986,6 +986,8 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
     d = _unwrap(dtype)
     x = _value(input, "tl.cast's input")
     b = _builder()
+    if isinstance(d, block_type):  # Triton casts to a block type's element type
+        d = d.element_ty
     if isinstance(d, pointer_type):
         return tensor(b.cast_to_pointer(x, d.to_ir()))
     d = _to_dtype(d, "tl.cast's dtype")
@@ -1007,7 +1009,12 @@ def sum(input, axis=None, keep_dims=False, dtype=None):
     dtype = _unwrap(dtype)
     if dtype is not None:
         input = cast(input, dtype)
-    return _reduce(input, axis, "sum", keep_dims)
+    r = _reduce(input, axis, "sum", keep_dims)
+    if dtype is not None and dtype.is_int() and r.dtype != dtype:
+        # An explicit narrow integer dtype accumulates in that type, as Triton's combine
+        # does: the (wider) sum wraps to it; int1 sums modulo 2.
+        r = cast(r & 1, dtype) if dtype.primitive_bitwidth == 1 else cast(r, dtype)
+    return r
 
 
 @builtin
