@@ -249,6 +249,10 @@ struct Assigner {
     });
   }
 
+  static bool isAtomic(const Operation *op) {
+    return op->code() == OpCode::AtomicRMW || op->code() == OpCode::AtomicCAS;
+  }
+
   /// The loops (scf.for, scf.while) around op.
   static int loopDepth(const Operation *op) {
     int n = 0;
@@ -295,9 +299,7 @@ struct Assigner {
       int64_t alignment = std::min(maxMultiple, maxContig);
       int64_t perThread =
           std::min<int64_t>(alignment, std::max<int64_t>(16 / eb, 1));
-      if ((op->code() == OpCode::AtomicRMW ||
-           op->code() == OpCode::AtomicCAS) &&
-          loopDepth(op) >= accessDepth)
+      if (isAtomic(op) && loopDepth(op) >= accessDepth)
         atomicCap = std::min(atomicCap, std::max<int64_t>(16 / eb, 1));
       if (perThread > bestPerThread) {
         bestPerThread = perThread;
@@ -367,11 +369,7 @@ struct Assigner {
   /// shared-memory conversion; Liger's mhc_pre backward: 254 us against
   /// Triton's 154).
   bool moreAtomics(const Group &g, const GPULayout *l) {
-    bool atomic = false;
-    for (Operation *op : g.anchors)
-      atomic |= op->code() == OpCode::AtomicRMW ||
-                op->code() == OpCode::AtomicCAS;
-    if (!atomic)
+    if (std::none_of(g.anchors.begin(), g.anchors.end(), isAtomic))
       return false;
     const auto &shape = g.members.front()->type()->shape();
     return l->toLinear(shape).numRegs() >

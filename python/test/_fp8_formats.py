@@ -156,6 +156,17 @@ def representable(values, wide):
     return v[same | ~np.isfinite(v)]
 
 
+def dot_operands(fmt, M=16, N=16, K=32, seed=7):
+    """Random (M, K) and (K, N) uint8 encodings of finite `fmt` values of magnitude at most 8
+    (a tl.dot's inputs), and their float64 product."""
+    rng = np.random.default_rng(seed)
+    table = decode_table(fmt)
+    finite = [c for c in range(256) if np.isfinite(table[c]) and abs(table[c]) <= 8]
+    a = rng.choice(finite, size=(M, K)).astype(np.uint8)
+    b = rng.choice(finite, size=(K, N)).astype(np.uint8)
+    return a, b, table[a].astype(np.float64) @ table[b].astype(np.float64)
+
+
 def boundary_inputs(fmt):
     """Values at the rounding boundaries of `fmt`: every value, the midpoints
     between neighbours (ties), just above and below them (in fp32), beyond
