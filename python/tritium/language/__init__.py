@@ -25,13 +25,14 @@ from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, 
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
 from .combine import associative_scan, cumprod, cumsum, flip, reduce, sort
 from .shape_ops import cat, gather, histogram, interleave, join, split, topk
+from .dot_scaled import dot_scaled  # noqa: E402
 
 __all__ = [
     "PropagateNan", "abs", "arange", "associative_scan", "cumprod", "cumsum", "flip", "reduce", "sort",
     "cat", "gather", "histogram", "interleave", "join", "split", "topk", "argmax", "argmin", "atomic_add", "atomic_and",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16",
     "block_type", "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr",
-    "cos", "debug_barrier", "device_assert", "device_print", "div_rn", "dot", "dtype", "erf",
+    "cos", "debug_barrier", "device_assert", "device_print", "div_rn", "dot", "dot_scaled", "dtype", "erf",
     "exp", "exp2", "expand_dims", "fdiv", "float8e4b8", "float8e4b15", "float8e4nv", "float8e5",
     "float8e5b16", "float16", "float32",
     "float64", "floor", "fma", "full", "full_like", "inline_asm_elementwise", "int1", "int8",
