@@ -1134,54 +1134,6 @@ std::string foldKnownPredicate(Emitter &e, const Operation &op, const Type *elem
   return "";
 }
 
-/// Element `i` of `s + range` (either order), s a bounded i32 scalar
-/// (Emitter::scalarBounds) and range a tl.arange register (rangeRegs),
-/// when no value overflows: emitted as (s + thread) + constant and kept a
-/// range register, so the addresses made from it are one base per thread
-/// plus constant bytes (the K-style loop `for i in range(0, n, BLOCK):
-/// x = tl.load(p + i + tl.arange(0, BLOCK))` addresses as Triton's does).
-/// "" when it does not apply. `sums` keeps one s + thread per op.
-std::string addScalarToRange(Emitter &e, const Operation &op, const Type *elem,
-                             const std::string &a, const std::string &b,
-                             std::map<std::pair<std::string, std::string>,
-                                      std::string> &sums) {
-  if (op.code() != OpCode::AddI || elem->isPointer() ||
-      elem->dtype() != DType::I32)
-    return "";
-  auto sb = e.scalarBounds.find(a);
-  std::string range = b;
-  if (sb == e.scalarBounds.end()) {
-    sb = e.scalarBounds.find(b);
-    range = a;
-  }
-  if (sb == e.scalarBounds.end())
-    return "";
-  auto rr = e.rangeRegs.find(range);
-  auto rb = e.rangeBounds.find(range);
-  if (rr == e.rangeRegs.end() || rb == e.rangeBounds.end())
-    return "";
-  auto [slo, shi] = sb->second;
-  auto [lo, hi] = rb->second;
-  auto [thr, c] = rr->second;
-  // s + thread and s + thread + c all lie in [0, shi + hi]: the thread part
-  // and c are never negative (a range's start is not), nor is s.
-  if (slo < 0 || lo < 0 || c < 0 || shi + hi > INT32_MAX)
-    return "";
-  std::string &st = sums[{sb->first, thr}];
-  if (st.empty()) {
-    st = e.reg(RC::B32);
-    e.ins("add.s32 " + st + ", " + sb->first + ", " + thr);
-  }
-  std::string d = st;
-  if (c != 0) {
-    d = e.reg(RC::B32);
-    e.ins("add.s32 " + d + ", " + st + ", " + std::to_string(c));
-  }
-  e.rangeRegs[d] = {st, c};
-  e.rangeBounds[d] = {slo + lo, shi + hi};
-  return d;
-}
-
 } // namespace
 
 bool emitArithmetic(Emitter &e, Operation &op) {
@@ -1215,7 +1167,6 @@ bool emitArithmetic(Emitter &e, Operation &op) {
     if (auto k = getConstant(op.operand(1)); k && !k->isFloat())
       cmpConst = k->asInt();
   Regs out;
-  std::map<std::pair<std::string, std::string>, std::string> sums;
   for (int i = 0; i < n; ++i) {
     if (!e.demanded(op.result(0), i)) {
       out.push_back(Emitter::kUndemanded);
@@ -1227,8 +1178,6 @@ bool emitArithmetic(Emitter &e, Operation &op) {
     }
     auto a = [&](int k) { return (*in[k])[i]; };
     std::string r = foldKnownPredicate(e, op, elem, in, i, cmpConst);
-    if (r.empty() && isIntBin)
-      r = addScalarToRange(e, op, elem, a(0), a(1), sums);
     if (!r.empty())
       ;
     else if (isIntBin)

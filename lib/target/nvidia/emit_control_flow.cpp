@@ -7,8 +7,6 @@
 // and branches are safe.
 #include "emitter.h"
 
-#include "tritium/transforms/fold.h"
-
 namespace tritium::nvidia {
 
 namespace {
@@ -33,22 +31,6 @@ std::vector<const Type *> typesOf(const std::vector<Value *> &vs) {
   for (Value *v : vs)
     t.push_back(v->type());
   return t;
-}
-
-/// Bounds of a 32-bit signed induction variable over the body: with
-/// constants lb >= 0 and step S > 0, every value is lb + kS < ub <=
-/// INT32_MAX (see Emitter::scalarBounds).
-void noteInductionBounds(Emitter &e, Operation &op, const std::string &iv) {
-  if (op.operand(0)->type()->dtype() != DType::I32)
-    return;
-  auto lb = getConstant(op.operand(0)), step = getConstant(op.operand(2));
-  if (!lb || !step || lb->isFloat() || step->isFloat())
-    return;
-  int64_t l = lb->asInt(), s = step->asInt();
-  const int64_t top = INT32_MAX - 1; // i < ub <= INT32_MAX
-  if (l < 0 || s <= 0 || l > top)
-    return;
-  e.scalarBounds[iv] = {l, l + (top - l) / s * s};
 }
 
 void emitFor(Emitter &e, Operation &op) {
@@ -82,7 +64,6 @@ void emitFor(Emitter &e, Operation &op) {
   };
   e.parallelCopy(live(carried), live(inits), typesOf(args));
   e.bind(body.argument(0), {iv});
-  noteInductionBounds(e, op, iv);
   for (size_t i = 0; i < args.size(); ++i)
     e.bind(args[i], carried[i]);
 

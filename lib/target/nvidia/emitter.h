@@ -153,12 +153,6 @@ public:
   /// plus the thread part's bound, the OR of the layout's lane and warp
   /// coordinates: an XOR of bases sets no bit outside their union).
   std::map<std::string, std::pair<int64_t, int64_t>> rangeBounds;
-  /// i32 scalar registers with known bounds [lo, hi]: the induction
-  /// variable of a loop `for i in range(lb, ub, S)` with constants lb >= 0
-  /// and S > 0 (i < ub <= INT32_MAX and i = lb + kS). `i + tl.arange(...)`
-  /// then stays a range register (rangeRegs) when no value can overflow,
-  /// so its addresses fold to one base plus constants too.
-  std::map<std::string, std::pair<int64_t, int64_t>> scalarBounds;
   /// Predicate registers whose value every thread knows at compile time (a
   /// comparison of a range with a constant that the bounds decide, e.g.
   /// `arange(0, 16384) < 11008` in the registers past column 11008), and
