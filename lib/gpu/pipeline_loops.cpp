@@ -119,6 +119,7 @@ struct Plan {
   std::vector<Operation *> asyncDots; // the wgmmas to mark {async = true}
   int64_t step = 0;
   std::vector<Candidate> loads;
+  std::vector<size_t> issueOrder; // indices into loads: the copies' order
   std::set<Operation *> slice;
   std::set<unsigned> ahead;   // iter args (0-based) the slice reads
   std::set<unsigned> shifted; // those of `ahead` moved ahead in place
@@ -267,6 +268,22 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   }
   if (p.loads.empty())
     return std::nullopt;
+  // The copies of a wgmma's B operand issue first, then the rest in program
+  // order. Measured on the H200 (the tutorial matmul, 128x256x64, 8 warps,
+  // fp16/bf16 4096 and 8192, copies reordered in the PTX): 7 of 8 cases
+  // 0.4-2.1 % faster. ptxas keeps the A tile's 64-bit pointers in unpaired
+  // registers and copies each into one scratch pair before its cp.async,
+  // which waits for the previous cp.async to read it; issued last, that
+  // chain no longer holds up the B copies.
+  for (bool wantB : {true, false})
+    for (size_t i = 0; i < p.loads.size(); ++i) {
+      bool isB = false;
+      for (Operation *r : p.loads[i].reads)
+        isB = isB || (r->code() == OpCode::WarpGroupDot &&
+                      r->operand(1) == p.loads[i].alloc->result(0));
+      if (isB == wantB)
+        p.issueOrder.push_back(i);
+    }
 
   // The lookahead (see the top of the file). A wgmma may run asynchronously
   // when each of its shared operands is a pipelined buffer (left alone for
@@ -551,7 +568,7 @@ private:
   void issueCopies(Emitter &e, const std::map<Value *, Value *> &map,
                    Value *runs, Value *index) {
     std::vector<Value *> tokens;
-    for (size_t i = 0; i < p_.loads.size(); ++i) {
+    for (size_t i : p_.issueOrder) {
       Operation *ld = p_.loads[i].load;
       Emitter at{e.block, e.pos, ld->loc()};
       Value *ptr = mapped(map, ld->operand(0));
