@@ -1246,3 +1246,38 @@ def test_compiled_gpu_kernel_takes_every_parameter_too():
                                   for n, v in k.to_blobs().items()})
     assert again.metadata.constexpr_positions == [5, 6]
     assert again._runtime_args(("o", "i", 1, 2, 3)) == ("o", "i", 1, 2, 3)
+
+
+def _name_by_types(specialization):
+    ty = specialization.signature["value1"]
+    ones = "_".join(k for k, v in specialization.constants.items() if v == 1)
+    return f"kernel_{ty}_{ones}"
+
+
+@triton.jit(repr=_name_by_types)
+def _named_by_repr(value1, is_one, X):
+    tl.store(X, value1.to(tl.float32))
+
+
+def test_jit_repr_names_each_specialisation():
+    # @jit(repr=fn): the kernel's name comes from fn(specialization), with .signature (Triton's
+    # type strings) and .constants (constexprs and ints specialised to 1), as in Triton.
+    x = np.zeros(1, np.float32)
+    names = [_named_by_repr[(1,)](v, 1, x).name for v in (-1, 2**31, 2**63, 7)]
+    assert names == ["kernel_i32_is_one", "kernel_i64_is_one", "kernel_u64_is_one",
+                     "kernel_i32_is_one"]
+    assert x[0] == 7.0
+    ck = tritium.compile(_named_by_repr, signature={"value1": "i64", "X": "*fp32"},
+                         constexprs={"is_one": 1}, target="sm_90a", use_cache=False)
+    assert ".entry kernel_i64_is_one(" in ck.asm["ptx"]
+
+
+def test_jit_repr_must_give_a_name():
+    @triton.jit(repr=lambda spec: "not a name")
+    def bad_repr(X):
+        tl.store(X, 1.0)
+
+    with pytest.raises(CompilationError, match=r"returned 'not a name', not a kernel name"):
+        bad_repr[(1,)](np.zeros(1, np.float32))
+    with pytest.raises(TypeError, match="must be callable"):
+        triton.jit(repr="kernel")(_name_by_types)

@@ -94,6 +94,9 @@ class JITFunction:
         self.version = version
         self.debug = debug
         self.noinline = bool(noinline)
+        if repr is not None and not callable(repr):
+            raise TypeError(f"@jit(repr=...) of {fn.__name__!r} must be callable, got {repr!r}")
+        self._repr = repr  # specialization -> kernel name (codegen._repr_name)
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
         dns = _names(do_not_specialize, self.arg_names, "do_not_specialize")

@@ -1505,6 +1505,41 @@ def _describe(v):
 # ---------------------------------------------------------------------------
 
 
+def _type_string(t):
+    """A tl type as Triton spells it in a signature: "i32", "u64", "fp32", "*fp16"."""
+    if isinstance(t, tl.pointer_type):
+        return "*" + _type_string(t.element_ty)
+    names = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+             "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+             "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+    name = getattr(t, "name", str(t))
+    return names.get(name, name)
+
+
+def _repr_name(jit_fn, params):
+    """The kernel's name from @jit(repr=fn), as Triton calls it: fn(specialization) with
+    .constants (parameter -> value: constexprs and ints specialised to 1) and .signature
+    (parameter -> type string, "constexpr" for those)."""
+    from collections import namedtuple  # noqa: PLC0415
+
+    constants, signature = {}, {}
+    for pname, how in params:
+        if how[0] == "const":
+            constants[pname] = how[1]
+            signature[pname] = "constexpr"
+        elif how[0] == "arg":
+            signature[pname] = _type_string(how[1])
+    proxy = namedtuple("SpecializationProxy", ["constants", "signature"])(constants, signature)
+    name = jit_fn._repr(proxy)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", name):
+        code = jit_fn.fn.__code__
+        raise CompilationError(f"@jit(repr=...) of {jit_fn.__name__!r} returned {name!r}, not a "
+                               "kernel name (letters, digits, '_' and '$', not starting with a "
+                               "digit)", code.co_filename, code.co_firstlineno, 1,
+                               function=jit_fn.__name__)
+    return name
+
+
 def build_kernel(jit_fn, params, name=None):
     """Builds the tile IR module of one specialisation of a kernel.
 
@@ -1514,6 +1549,8 @@ def build_kernel(jit_fn, params, name=None):
     module = C.Module()
     builder = C.Builder(module)
     ctx = ModuleContext(C, module, builder)
+    if name is None and getattr(jit_fn, "_repr", None) is not None:
+        name = _repr_name(jit_fn, params)
     kernel_name = ctx.unique_name(name or jit_fn.__name__)
     with core._building(builder):
         gen = CodeGenerator(ctx, jit_fn)
