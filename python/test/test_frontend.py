@@ -1281,3 +1281,24 @@ def test_jit_repr_must_give_a_name():
         bad_repr[(1,)](np.zeros(1, np.float32))
     with pytest.raises(TypeError, match="must be callable"):
         triton.jit(repr="kernel")(_name_by_types)
+
+
+@triton.jit
+def _store_value(VALUE, X):
+    tl.store(X, VALUE.to(tl.float32))
+
+
+@pytest.mark.parametrize("value,fits", [(2**64 - 1, True), (2**64, False), (-2**63, True),
+                                        (-2**63 - 1, False)])
+def test_int_argument_range(value, fits):
+    # ints in int64 or uint64 pass (u64 for 2^63..2^64-1, as Triton); beyond, an OverflowError
+    # as Triton raises, which is also a TypeError (a wrong argument).
+    x = np.zeros(1, np.float32)
+    if fits:
+        _store_value[(1,)](value, x)
+        assert x[0] == np.float32(value)
+        return
+    with pytest.raises(OverflowError, match="argument 'VALUE' of _store_value: .* does not fit"):
+        _store_value[(1,)](value, x)
+    with pytest.raises(TypeError):
+        _store_value[(1,)](value, x)

@@ -288,8 +288,8 @@ class JITFunction:
                 return
             try:
                 d = launcher.int_dtype(v)
-            except TypeError as e:
-                raise TypeError(f"{p.what}: {e}") from None
+            except launcher.IntArgumentOverflow as e:
+                raise launcher.IntArgumentOverflow(f"{p.what}: {e}") from None
             div16 = not p.do_not_specialize and v % 16 == 0
             key.append((d.name, div16))
             spec.append((p.name, "arg", d, div16))

@@ -198,6 +198,11 @@ def declared_memory():
     return [C.ExecPointer(p.address, p.nbytes) for p in regions]
 
 
+class IntArgumentOverflow(TypeError, OverflowError):
+    """An int argument outside int64 and uint64: an OverflowError as in Triton, and a TypeError
+    (a wrong argument) as tritium raised before."""
+
+
 def int_dtype(v):
     """Triton's type of a Python int argument."""
     if -(2 ** 31) <= v < 2 ** 31:
@@ -206,7 +211,7 @@ def int_dtype(v):
         return tl.int64
     if 2 ** 63 <= v < 2 ** 64:
         return tl.uint64
-    raise TypeError(f"{v} does not fit in 64 bits")
+    raise IntArgumentOverflow(f"{v} does not fit in 64 bits")
 
 
 def exec_int(v):
