@@ -1302,3 +1302,17 @@ def test_int_argument_range(value, fits):
         _store_value[(1,)](value, x)
     with pytest.raises(TypeError):
         _store_value[(1,)](value, x)
+
+
+def test_asm_reads_under_triton_names():
+    # asm["ttir"] / asm["ttgir"] read the tile and GPU IR (Triton's names for its stages), and
+    # are not stored twice.
+    x = np.zeros(1, np.float32)
+    h = _store_value[(1,)](5, x)
+    assert h.asm["ttir"] is h.asm["tir"] and "ttir" in h.asm and "ttir" not in list(h.asm)
+    assert "tt.store" in h.asm.get("ttir") and h.asm.get("ttgir") is None
+    with pytest.raises(KeyError):
+        h.asm["ttgir"]
+    ck = tritium.compile(_store_value, signature={"VALUE": "i32", "X": "*fp32"}, target="sm_90a",
+                         use_cache=False)
+    assert ck.asm["ttgir"] is ck.asm["gir"] and "num_warps = 4" in ck.asm["ttgir"]

@@ -14,7 +14,7 @@ import os
 import time
 
 from ..errors import CompilationError, ExecutionError, load_C, user_error_args
-from ..runtime.launcher import (CompiledKernel, KernelMetadata, convert_runtime_args,
+from ..runtime.launcher import (CompiledKernel, KernelAsm, KernelMetadata, convert_runtime_args,
                                 declared_memory, normalize_grid)
 from . import codegen
 from .dump import dump_dir, dump_stages
@@ -46,7 +46,7 @@ class TileKernel(CompiledKernel):
     def __init__(self, name, module, asm, params, stats):
         self.name = name
         self.module = module
-        self.asm = asm
+        self.asm = KernelAsm(asm)
         self.params = params
         self.stats = stats
         self.arg_names = [n for n, p in params if p[0] == "arg"]

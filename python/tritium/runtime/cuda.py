@@ -21,7 +21,7 @@ import sys
 from ..errors import ExecutionError, load_C, user_error_args
 from . import debug as _debug
 from .debug import OutOfBoundsError  # noqa: F401 -- where users caught it before
-from .launcher import (CompiledKernel, KernelMetadata, PointerArg, convert_runtime_args,
+from .launcher import (CompiledKernel, KernelAsm, KernelMetadata, PointerArg, convert_runtime_args,
                        declared_memory, normalize_grid, pointer_arg)
 
 # ---------------------------------------------------------------------------
@@ -115,7 +115,7 @@ class GPUKernel(CompiledKernel):
 
     def __init__(self, name, asm, metadata, tile=None):
         self.name = name
-        self.asm = asm
+        self.asm = KernelAsm(asm)
         self.metadata = KernelMetadata(metadata)
         self.arg_names = [p[1] for p in metadata["params"]]
         self.tile = tile  # the compile's TileKernel (CPU executor), if at hand

@@ -219,6 +219,27 @@ def exec_int(v):
     return v - 2 ** 64 if v >= 2 ** 63 else v
 
 
+class KernelAsm(dict):
+    """A compiled kernel's texts by stage ("tir-raw", "tir", "gir", "ptx", "cubin"). Triton's
+    names read them too: "ttir" is the tile IR ("tir": tritium's tt.* ops, not Triton's MLIR
+    byte for byte) and "ttgir" the GPU IR ("gir"); they are not stored twice."""
+
+    __slots__ = ()
+    ALIASES = {"ttir": "tir", "ttgir": "gir"}
+
+    def __missing__(self, key):
+        alias = self.ALIASES.get(key)
+        if alias is not None and dict.__contains__(self, alias):
+            return self[alias]
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or dict.__contains__(self, self.ALIASES.get(key, ""))
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+
 class KernelMetadata(dict):
     """A compiled kernel's metadata: a dict, which also reads as attributes, as Triton's
     `CompiledKernel.metadata` does (its fused-softmax tutorial reads `kernel.metadata.shared`)."""
