@@ -1,6 +1,8 @@
 """Tuples as kernel arguments (each element specialised like an argument of its own, nested
 tuples too) and `if`/`while` on a one-element tensor, as Triton allows, on the CPU executor."""
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -96,3 +98,46 @@ def test_num_warps_must_be_a_power_of_two(nw):
         _empty_kernel[(1,)](dst, num_warps=nw)
     for ok in (1, 2, 4, 32):
         _empty_kernel[(1,)](dst, num_warps=ok)
+
+
+class _Closure(NamedTuple):
+    fn: tl.constexpr  # a @jit function: a compile-time field
+    captured: tuple
+
+
+class _Strided(NamedTuple):
+    ptr: object
+    n: int
+    stride: int
+
+
+@triton.jit
+def _scale_by(x, s_ptr, bias):
+    return x * tl.load(s_ptr) + bias
+
+
+@triton.jit
+def _add_to(x, s_ptr, bias):
+    return x + tl.load(s_ptr) - bias
+
+
+@triton.jit
+def _namedtuple_kernel(closure, src: _Strided, dst, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < src.n
+    x = tl.load(src.ptr + offs * src.stride, mask=mask, other=0.0)
+    tl.store(dst + offs, closure.fn(x, *closure.captured), mask=mask)
+
+
+def test_namedtuple_arguments():
+    # NamedTuple arguments: rebuilt as their type in the kernel (fields by name), a field
+    # annotated tl.constexpr (here a @jit function, called through it) a compile-time value;
+    # each distinct function is its own specialisation.
+    x = np.arange(16, dtype=np.float32)
+    s = np.array([3.0], np.float32)
+    for fn, want in ((_scale_by, x[::2][:6] * 3 + 1), (_add_to, x[::2][:6] + 3 - 1)):
+        y = np.full(8, np.nan, np.float32)
+        _namedtuple_kernel[(1,)](_Closure(fn, (s, 1.0)), _Strided(x, 6, 2), y, BLOCK=8)
+        np.testing.assert_array_equal(y[:6], want)
+        assert np.isnan(y[6:]).all()
+    assert len(_namedtuple_kernel.cache) == 2

@@ -259,6 +259,9 @@ class JITFunction:
         explicit_constexpr = isinstance(v, constexpr)
         if explicit_constexpr:
             v = v.value
+        if getattr(v, "__tritium_jit__", False):
+            # A @jit function passed as an argument is a compile-time value (as in Triton).
+            explicit_constexpr = True
         if p.is_constexpr or explicit_constexpr:
             if not isinstance(v, _STATIC_TYPES) and launcher.pointer_arg(v, p.what):
                 raise TypeError(f"{p.what} is tl.constexpr, but a tensor was passed")
@@ -272,6 +275,9 @@ class JITFunction:
         if type(v) is tuple or (isinstance(v, tuple) and not hasattr(v, "_fields")):
             # A tuple subclass without fields (torch.Size) is passed as its tuple.
             _key_tuple(self, p, tuple(v), key, spec, runtime)
+            return
+        if isinstance(v, tuple):  # a NamedTuple: its fields, rebuilt as it in the kernel
+            _key_tuple(self, p, v, key, spec, runtime)
             return
         t = type(v)
         if t is not bool and t is not int and t is not float:
@@ -515,24 +521,34 @@ def _key_descriptor(p, desc, key, spec, runtime):
 
 class TupleParam:
     """A tuple argument: each element is a parameter of its own (`<param>__<i>`, specialised like
-    any argument, tuples nested), gathered back into a tuple in the kernel."""
+    any argument, tuples nested), gathered back into a tuple in the kernel (into its NamedTuple
+    type for one)."""
 
-    def __init__(self, parts):
+    def __init__(self, parts, named=None):
         self.parts = parts
+        self.named = named
 
     def build(self, values):
-        return tuple(values)
+        return tuple(values) if self.named is None else self.named(*values)
 
 
 def _key_tuple(fn, p, value, key, spec, runtime):
+    """A tuple's elements; a NamedTuple's fields annotated `tl.constexpr` are constexprs."""
+    named = type(value) if hasattr(value, "_fields") else None
+    notes = getattr(named, "__annotations__", {}) if named is not None else {}
     parts, keys = [], []
     for i, v in enumerate(value):
         q = copy.copy(p)
         q.name, q.what = f"{p.name}__{i}", f"{p.what}[{i}]"
+        if named is not None:
+            field = named._fields[i]
+            q.what = f"{p.what}.{field}"
+            if _is_constexpr_annotation(notes.get(field)):
+                q.is_constexpr = True
         fn._key_one(q, v, keys, spec, runtime)
         parts.append(q.name)
-    key.append(("tuple", tuple(keys)))
-    spec.append((p.name, "group", TupleParam(parts)))
+    key.append(("tuple", named, tuple(keys)))
+    spec.append((p.name, "group", TupleParam(parts, named)))
 
 
 def _uses_device(values):
