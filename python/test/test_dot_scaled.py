@@ -124,6 +124,25 @@ def raw_operand(rng, shape, fmt, comp="bf16"):
     return x
 
 
+def operand_shapes(fa, fb, ka, kb, M, N, K):
+    """The stored shapes of lhs [M, K] and rhs [K, N] (fp4 two to a byte along K, or along M / N
+    when not k_pack)."""
+    a = (M, K // 2) if fa == "e2m1" and ka else (M // 2, K) if fa == "e2m1" else (M, K)
+    b = (K // 2, N) if fb == "e2m1" and kb else (K, N // 2) if fb == "e2m1" else (K, N)
+    return a, b
+
+
+def reference(a, sa, fa, ka, b, sb, fb, kb):
+    """(lhs @ rhs in float64, |lhs| @ |rhs| for the tolerance) from the stored operands."""
+    av = decode(a, fa) if ka or fa != "e2m1" else decode(a.T, fa).T
+    bv = decode(b.T, fb).T if kb or fb != "e2m1" else decode(b, fb)
+    if sa is not None:
+        av = scaled(av, sa)
+    if sb is not None:
+        bv = scaled(bv.T, sb).T
+    return av @ bv, np.abs(av) @ np.abs(bv)
+
+
 CASES = [  # (lhs format, rhs format, lhs scaled, rhs scaled, lhs k_pack, rhs k_pack)
     ("e2m1", "bf16", True, False, True, True),
     ("e4m3", "bf16", True, False, True, True),
@@ -142,8 +161,7 @@ CASES = [  # (lhs format, rhs format, lhs scaled, rhs scaled, lhs k_pack, rhs k_
 def _run(fa, fb, sa_on, sb_on, ka, kb, M=32, N=32, K=64, has_acc=False, fast=False,
          scale_range=(117, 138), nan_scale=False, seed=0):
     rng = np.random.default_rng(seed)
-    a_shape = (M, K // 2) if fa == "e2m1" and ka else (M // 2, K) if fa == "e2m1" else (M, K)
-    b_shape = (K // 2, N) if fb == "e2m1" and kb else (K, N // 2) if fb == "e2m1" else (K, N)
+    a_shape, b_shape = operand_shapes(fa, fb, ka, kb, M, N, K)
     comp = "fp16" if "fp16" in (fa, fb) else "bf16"
     a = raw_operand(rng, a_shape, fa, comp)
     b = raw_operand(rng, b_shape, fb, comp)
@@ -157,15 +175,8 @@ def _run(fa, fb, sa_on, sb_on, ka, kb, M=32, N=32, K=64, has_acc=False, fast=Fal
     launch(dot_scaled_kernel, (1,), a, sa, b, sb, acc, c, M=M, N=N, K=K, FA=fa, FB=fb,
            A_ROWS=a_shape[0], A_COLS=a_shape[1], B_ROWS=b_shape[0], B_COLS=b_shape[1],
            A_K_PACK=ka, B_K_PACK=kb, HAS_ACC=has_acc, FAST=fast)
-    # The reference: decode (fp4 unpacks along its packed dim), scale along K, multiply.
-    av = decode(a, fa) if ka or fa != "e2m1" else decode(a.T, fa).T
-    bv = decode(b.T, fb).T if kb or fb != "e2m1" else decode(b, fb)
-    if sa is not None:
-        av = scaled(av, sa)
-    if sb is not None:
-        bv = scaled(bv.T, sb).T
-    ref = av @ bv + (acc if has_acc else 0)
-    return c, ref, np.abs(av) @ np.abs(bv)
+    ref, mag = reference(a, sa, fa, ka, b, sb, fb, kb)
+    return c, ref + (acc if has_acc else 0), mag
 
 
 @pytest.mark.parametrize("fa,fb,sa,sb,ka,kb", CASES, ids=lambda v: str(v))
@@ -247,8 +258,7 @@ def test_dot_scaled_ptx_assembles(fa, fb, sa, sb, ka, kb, target, tmp_path):
         pytest.skip("fp8 conversions need sm_89 or newer (tritium and Triton alike)")
     M = N = 32
     K = 64
-    a_shape = (M, K // 2) if fa == "e2m1" and ka else (M // 2, K) if fa == "e2m1" else (M, K)
-    b_shape = (K // 2, N) if fb == "e2m1" and kb else (K, N // 2) if fb == "e2m1" else (K, N)
+    a_shape, b_shape = operand_shapes(fa, fb, ka, kb, M, N, K)
     raw = {"e2m1": "*u8", "e4m3": "*u8", "e5m2": "*u8", "bf16": "*u16", "fp16": "*u16"}
     sig = {"a_ptr": raw[fa], "sa_ptr": "*u8" if sa else "constexpr", "b_ptr": raw[fb],
            "sb_ptr": "*u8" if sb else "constexpr", "acc_ptr": "constexpr", "c_ptr": "*fp32"}

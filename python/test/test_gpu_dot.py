@@ -376,14 +376,14 @@ def test_gpu_dot_scaled(case, MNK):
     # tl.dot_scaled (test_dot_scaled.py: the executor and ptxas) on the GPU, against the numpy
     # reference that decodes each format from its bits.
     import numpy as np  # noqa: PLC0415
-    from test_dot_scaled import CASES, decode, dot_scaled_kernel, raw_operand, scaled  # noqa: PLC0415
+    from test_dot_scaled import (CASES, dot_scaled_kernel, operand_shapes, raw_operand,  # noqa: PLC0415
+                                 reference)
 
     fa, fb, sa_on, sb_on, ka, kb = CASES[case]
     M, N, K = MNK
     rng = np.random.default_rng(case * 100 + M)
     comp = "fp16" if "fp16" in (fa, fb) else "bf16"
-    a_shape = (M, K // 2) if fa == "e2m1" and ka else (M // 2, K) if fa == "e2m1" else (M, K)
-    b_shape = (K // 2, N) if fb == "e2m1" and kb else (K, N // 2) if fb == "e2m1" else (K, N)
+    a_shape, b_shape = operand_shapes(fa, fb, ka, kb, M, N, K)
     a = raw_operand(rng, a_shape, fa, comp)
     b = raw_operand(rng, b_shape, fb, comp)
     lo, hi = (124, 131) if comp == "fp16" else (117, 138)
@@ -394,12 +394,5 @@ def test_gpu_dot_scaled(case, MNK):
     dot_scaled_kernel[(1,)](g(a), g(sa), g(b), g(sb), None, c, M=M, N=N, K=K, FA=fa, FB=fb,
                             A_ROWS=a_shape[0], A_COLS=a_shape[1], B_ROWS=b_shape[0],
                             B_COLS=b_shape[1], A_K_PACK=ka, B_K_PACK=kb, HAS_ACC=False, FAST=False)
-    av = decode(a, fa) if ka or fa != "e2m1" else decode(a.T, fa).T
-    bv = decode(b.T, fb).T if kb or fb != "e2m1" else decode(b, fb)
-    if sa is not None:
-        av = scaled(av, sa)
-    if sb is not None:
-        bv = scaled(bv.T, sb).T
-    ref = av @ bv
-    mag = (np.abs(av) @ np.abs(bv)).max()
-    np.testing.assert_allclose(c.cpu().numpy(), ref, rtol=0, atol=1e-5 * mag)
+    ref, mag = reference(a, sa, fa, ka, b, sb, fb, kb)
+    np.testing.assert_allclose(c.cpu().numpy(), ref, rtol=0, atol=1e-5 * mag.max())
