@@ -141,3 +141,29 @@ def test_namedtuple_arguments():
         np.testing.assert_array_equal(y[:6], want)
         assert np.isnan(y[6:]).all()
     assert len(_namedtuple_kernel.cache) == 2
+
+
+@triton.jit
+def _apply(f, X):
+    tl.store(X, f(tl.load(X)))
+
+
+def test_jit_function_argument():
+    # A @jit function as a plain argument is a compile-time value: one specialisation per
+    # function, called in the kernel.
+    x = np.ones(1, np.float32)
+    _apply[(1,)](_twice, x)
+    _apply[(1,)](_twice, x)
+    _apply[(1,)](_negate, x)
+    np.testing.assert_array_equal(x, [-4.0])
+    assert len(_apply.cache) == 2
+
+
+@triton.jit
+def _twice(x):
+    return x * 2
+
+
+@triton.jit
+def _negate(x):
+    return -x

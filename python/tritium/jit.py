@@ -259,9 +259,6 @@ class JITFunction:
         explicit_constexpr = isinstance(v, constexpr)
         if explicit_constexpr:
             v = v.value
-        if getattr(v, "__tritium_jit__", False):
-            # A @jit function passed as an argument is a compile-time value (as in Triton).
-            explicit_constexpr = True
         if p.is_constexpr or explicit_constexpr:
             if not isinstance(v, _STATIC_TYPES) and launcher.pointer_arg(v, p.what):
                 raise TypeError(f"{p.what} is tl.constexpr, but a tensor was passed")
@@ -308,6 +305,11 @@ class JITFunction:
             _key_descriptor(p, v, key, spec, runtime)
         else:
             ptr = launcher.pointer_arg(v, p.what)
+            if ptr is None and getattr(v, "__tritium_jit__", False):
+                # A @jit function passed as an argument is a compile-time value (as in Triton).
+                key.append(("c", _key_of(v, p.what)))
+                spec.append((p.name, "const", v))
+                return
             if ptr is None:
                 raise TypeError(f"{p.what} has unsupported type {type(v).__name__} (expected "
                                 "a tensor, an int, a float, a bool or None)")

@@ -23,6 +23,7 @@ Control flow:
 
 import ast
 import builtins
+from collections import namedtuple
 import inspect
 import os
 import operator
@@ -1506,22 +1507,17 @@ def _describe(v):
 
 
 def _type_string(t):
-    """A tl type as Triton spells it in a signature: "i32", "u64", "fp32", "*fp16"."""
+    """A tl type as Triton spells it in a signature: "i32", "u64", "fp32", "*fp16" (ints by
+    their IR names, floats by their dtype names)."""
     if isinstance(t, tl.pointer_type):
         return "*" + _type_string(t.element_ty)
-    names = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-             "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-             "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
-    name = getattr(t, "name", str(t))
-    return names.get(name, name)
+    return t.ir_name if t.is_int() else t.name
 
 
 def _repr_name(jit_fn, params):
     """The kernel's name from @jit(repr=fn), as Triton calls it: fn(specialization) with
     .constants (parameter -> value: constexprs and ints specialised to 1) and .signature
     (parameter -> type string, "constexpr" for those)."""
-    from collections import namedtuple  # noqa: PLC0415
-
     constants, signature = {}, {}
     for pname, how in params:
         if how[0] == "const":
