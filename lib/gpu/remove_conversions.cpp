@@ -78,6 +78,21 @@ bool isCheapElementwise(const Operation &op) {
   }
 }
 
+/// An expensive pure elementwise op (a division, a transcendental) is
+/// rebuilt too when `l` gives each thread no more of its elements than its
+/// own layout does: the copy costs at most what the original did, and saves
+/// the round trip through shared memory. The tutorial matmul's
+/// `(pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M` is computed on a slice
+/// of the B tile's layout (16 rows a thread) and converted to the A tile's
+/// (4 rows a thread): rebuilt there, 4 remainders instead of 16, and no
+/// conversion with its two barriers before the first copy.
+bool noMoreWork(const Operation &def, Value *v, const GPULayout *l) {
+  if (!def.hasTrait(ELEM) || !def.hasTrait(PURE))
+    return false;
+  return linearOf(withLayout(v->type(), l)).numRegs() <=
+         linearOf(v->type()).numRegs();
+}
+
 struct Rematerializer {
   explicit Rematerializer(Operation *at) : insertBefore(at) {}
   Operation *insertBefore;
@@ -165,7 +180,7 @@ struct Rematerializer {
       if (!s)
         return nullptr;
       newOperands = {s};
-    } else if (isCheapElementwise(*def)) {
+    } else if (isCheapElementwise(*def) || noMoreWork(*def, v, l)) {
       for (Value *o : def->operands()) {
         Value *s = remat(o, l, build);
         if (!s)

@@ -553,4 +553,30 @@ Value *insertConstant(Block &block, Block::iterator pos, const Type *type,
   return block.insert(pos, makeConstant(type, c, std::move(loc)))->result(0);
 }
 
+bool knownNonNegative(const Value *v) {
+  Operation *d = v->definingOp();
+  if (!d)
+    return false;
+  switch (d->code()) {
+  case OpCode::GetProgramId:
+  case OpCode::GetNumPrograms:
+    return true;
+  case OpCode::MakeRange:
+    return d->intAttr("start") >= 0;
+  case OpCode::Constant: {
+    auto c = getConstant(v);
+    return c && !c->isFloat() && c->sext() >= 0;
+  }
+  case OpCode::Splat:
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Reshape:
+  case OpCode::Trans:
+  case OpCode::ConvertLayout:
+    return knownNonNegative(d->operand(0));
+  default:
+    return false;
+  }
+}
+
 } // namespace tritium

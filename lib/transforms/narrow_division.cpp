@@ -63,34 +63,6 @@ Value *narrowSource(Value *v, bool signedOp, std::optional<int64_t> &constant) {
   return nullptr;
 }
 
-/// Whether the i32 value v is never negative: a program id or grid size, a
-/// tl.arange starting at 0 or above, a non-negative constant, or one of
-/// those passed through the shape ops.
-bool knownNonNegative(const Value *v) {
-  Operation *d = v->definingOp();
-  if (!d)
-    return false;
-  switch (d->code()) {
-  case OpCode::GetProgramId:
-  case OpCode::GetNumPrograms:
-    return true;
-  case OpCode::MakeRange:
-    return d->intAttr("start") >= 0;
-  case OpCode::Constant: {
-    auto c = getConstant(v);
-    return c && !c->isFloat() && c->sext() >= 0;
-  }
-  case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Trans:
-    return knownNonNegative(d->operand(0));
-  default:
-    return false;
-  }
-}
-
 /// Narrows `op` if it qualifies (outline 1-3); true when it did.
 bool narrow(Function &f, Operation *op, PassStats &stats) {
   const Type *wide = op->result(0)->type();

@@ -188,6 +188,79 @@ def test_int_ops_c_semantics(dtype):
 
 
 @triton.jit
+def _divide_constant_kernel(x_ptr, q_ptr, r_ptr, i_ptr, n, D: tl.constexpr, UNSIGNED: tl.constexpr,
+                            INDEX: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    if UNSIGNED:
+        ut = tl.uint32 if x.dtype == tl.int32 else tl.uint64
+        u = x.to(ut, bitcast=True)
+        tl.store(q_ptr + offs, (u // D).to(x.dtype, bitcast=True), mask=mask)
+        tl.store(r_ptr + offs, (u % D).to(x.dtype, bitcast=True), mask=mask)
+    else:
+        tl.store(q_ptr + offs, x // D, mask=mask)
+        tl.store(r_ptr + offs, x % D, mask=mask)
+    if INDEX:
+        # A dividend known to be >= 0 (program id and arange) divides as unsigned.
+        tl.store(i_ptr + offs, offs // D + offs % D, mask=mask)
+
+
+def _divide_reference(x, d, unsigned, bits):
+    """Quotient and remainder, truncating toward zero (C and Triton), in Python integers."""
+    mod = 1 << bits
+    qs, rs = [], []
+    for v in x.tolist():
+        if unsigned:
+            v, dd = v % mod, d % mod
+            q = v // dd
+        else:
+            dd = d
+            q = abs(v) // abs(dd) * (1 if (v < 0) == (dd < 0) else -1)
+        r = v - q * dd
+        # Back to the signed range of the storage dtype.
+        qs.append((q + mod // 2) % mod - mod // 2)
+        rs.append((r + mod // 2) % mod - mod // 2)
+    return qs, rs
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("unsigned", [False, True], ids=["signed", "unsigned"])
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 10, 64, 255, 256, 641, 1000003, -3, -8, -1000, 2**31 - 1,
+                               2**40 + 15, -(2**33)])
+def test_divide_by_constant(dtype, unsigned, d):
+    """Division and remainder by a constexpr divisor (shifts and multiply-highs in the PTX, see
+    support/divide.h) against Python's integers: random values over the whole range, the
+    extremes, and multiples of the divisor and their neighbours."""
+    bits = torch.iinfo(dtype).bits
+    if not unsigned and not (-(2 ** (bits - 1)) < d < 2 ** (bits - 1)):
+        pytest.skip("divisor out of the dtype's range")
+    if unsigned and (d < 0 or d >= 2 ** bits):
+        pytest.skip("an unsigned divisor is positive")
+    info = torch.iinfo(dtype)
+    n = 4096
+    x = torch.randint(info.min, info.max, (n,), dtype=dtype, device=DEV)
+    x[: n // 4] = torch.randint(-100_000, 100_000, (n // 4,), dtype=dtype, device=DEV)
+    k = torch.randint(-1000, 1000, (256,), device=DEV, dtype=torch.int64)
+    mult = (k * d + torch.randint(-1, 2, (256,), device=DEV, dtype=torch.int64))
+    mult = ((mult - info.min) % (1 << bits) + info.min) if bits < 64 else mult
+    x[n // 4:n // 4 + 256] = mult.to(dtype)
+    x[-6:] = torch.tensor([info.min, info.min + 1, info.max, info.max - 1, -1, 0], dtype=dtype)
+    q = poisoned((n,), dtype)
+    r = poisoned((n,), dtype)
+    idx = poisoned((n,), torch.int32)
+    index = 0 < d < 2**31
+    _divide_constant_kernel[(triton.cdiv(n, 512),)](x, q, r, idx, n, D=d, UNSIGNED=unsigned,
+                                                    INDEX=index, BLOCK=512)
+    qs, rs = _divide_reference(x.cpu(), d, unsigned, bits)
+    assert q.cpu().tolist() == qs
+    assert r.cpu().tolist() == rs
+    if index:
+        offs = torch.arange(n, dtype=torch.int64)
+        assert torch.equal(idx.cpu(), (offs // d + offs % d).to(torch.int32))
+
+
+@triton.jit
 def _math_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n

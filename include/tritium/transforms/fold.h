@@ -61,6 +61,11 @@ std::optional<ConstValue>
 foldElementwise(OpCode code, const std::map<std::string, Attribute> &attrs,
                 const std::vector<ConstValue> &operands, DType resultType);
 
+/// Whether the integer value v is never negative: a program id or grid
+/// size, a tl.arange starting at 0 or above, a non-negative constant, or
+/// one of those passed through the shape ops.
+bool knownNonNegative(const Value *v);
+
 /// Like getConstant, but also folds through chains of pure elementwise ops
 /// and splat/broadcast/reshape/expand_dims of constants, up to `depth` ops
 /// deep (unroll uses it for loop bounds computed from an outer iv).

@@ -13,6 +13,7 @@
 // Triton's fp64 math is full precision); fp64 erf and tanh still run in fp32.
 // fmod (RemF) is exact, as C's.
 #include "emitter.h"
+#include "tritium/support/divide.h"
 
 #include "tritium/transforms/fold.h"
 
@@ -181,6 +182,97 @@ std::string intBinary(Emitter &e, OpCode c, DType t, std::string a,
     throw InternalError("intBinary: unexpected op");
   }
   return normalizeInt(e, t, d);
+}
+
+/// n / d or n % d for a constant d (`c` a div or rem op on 32- or 64-bit
+/// integers), following planDivision (support/divide.h): a shift, or a
+/// mul.hi by the magic number and shifts, where ptxas would emit its generic
+/// division (about 20 instructions). "" when the plan leaves it to div/rem.
+/// A signed op on a dividend known to be >= 0 by a positive d divides as
+/// unsigned: the same result, without the sign fix-up.
+std::string divideByConstant(Emitter &e, OpCode c, DType t, const std::string &n,
+                             int64_t d, bool nonNegative) {
+  int bits = bitWidth(t);
+  if (bits != 32 && bits != 64)
+    return "";
+  bool signedOp = (c == OpCode::DivSI || c == OpCode::RemSI) ||
+                  (isSigned(t) && c != OpCode::DivUI && c != OpCode::RemUI);
+  bool rem = c == OpCode::RemSI || c == OpCode::RemUI;
+  int64_t sd = bits == 32 ? (int64_t)(int32_t)(uint32_t)d : d;
+  if (signedOp && nonNegative && sd > 0)
+    signedOp = false;
+  DivisionPlan p = planDivision(bits, signedOp, d);
+  if (p.kind == DivisionPlan::Kind::Generic)
+    return "";
+  RC rc = bits == 32 ? RC::B32 : RC::B64;
+  std::string w = std::to_string(bits), s = "s" + w, u = "u" + w, b = "b" + w;
+  auto imm = [&](uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, bits == 32 ? "0x%08llX" : "0x%016llX",
+                  (unsigned long long)v);
+    std::string r = e.reg(rc);
+    e.ins("mov." + b + " " + r + ", " + buf);
+    return r;
+  };
+  auto op = [&](const std::string &ins, const std::string &x,
+                const std::string &y) {
+    std::string r = e.reg(rc);
+    e.ins(ins + " " + r + ", " + x + ", " + y);
+    return r;
+  };
+  uint64_t mask = bits == 32 ? 0xFFFFFFFFull : ~0ull;
+  uint64_t ud = (uint64_t)d & mask;
+  uint64_t ad = signedOp && p.divisor < 0 ? (0 - ud) & mask : ud;
+  // The quotient by |d| for the shift plans (a remainder needs only that).
+  std::string q;
+  switch (p.kind) {
+  case DivisionPlan::Kind::Identity:
+    return rem ? imm(0) : n;
+  case DivisionPlan::Kind::Shift:
+    if (!signedOp)
+      return rem ? op("and." + b, n, imm(ad - 1))
+                 : op("shr." + u, n, std::to_string(p.shift));
+    {
+      // (n + (n < 0 ? |d| - 1 : 0)) >> k, the bias from the sign bits.
+      std::string sign = op("shr." + s, n, std::to_string(bits - 1));
+      std::string bias = op("shr." + u, sign, std::to_string(bits - p.shift));
+      std::string sum = op("add." + s, n, bias);
+      if (rem) // n - (sum with the low k bits cleared)
+        return op("sub." + s, n, op("and." + b, sum, imm(~(ad - 1) & mask)));
+      q = op("shr." + s, sum, std::to_string(p.shift));
+      if (p.divisor < 0) {
+        std::string r = e.reg(rc);
+        e.ins("neg." + s + " " + r + ", " + q);
+        q = r;
+      }
+      return q;
+    }
+  case DivisionPlan::Kind::Magic:
+    if (!signedOp) {
+      std::string t = op("mul.hi." + u, n, imm(p.magic));
+      if (!p.add)
+        q = p.shift ? op("shr." + u, t, std::to_string(p.shift)) : t;
+      else
+        q = op("shr." + u,
+               op("add." + u, op("shr." + u, op("sub." + u, n, t), "1"), t),
+               std::to_string(p.shift - 1));
+    } else {
+      q = op("mul.hi." + s, n, imm(p.magic));
+      if (p.correction > 0)
+        q = op("add." + s, q, n);
+      else if (p.correction < 0)
+        q = op("sub." + s, q, n);
+      if (p.shift)
+        q = op("shr." + s, q, std::to_string(p.shift));
+      q = op("add." + s, q, op("shr." + u, q, std::to_string(bits - 1)));
+    }
+    if (!rem)
+      return q;
+    return op("sub." + (signedOp ? s : u), n, op("mul.lo." + (signedOp ? s : u), q, imm(ud)));
+  case DivisionPlan::Kind::Generic:
+    break;
+  }
+  return "";
 }
 
 const char *cmpName(const std::string &p) {
@@ -1162,6 +1254,16 @@ bool emitArithmetic(Emitter &e, Operation &op) {
   const Type *elem =
       op.operand(c == OpCode::Select ? 1 : 0)->type()->scalarType();
   std::vector<int> rep = e.equalRegisters(op.result(0));
+  // A constant divisor (support/divide.h): a shift or a multiply-high.
+  std::optional<int64_t> divisor;
+  bool dividendNonNegative = false;
+  if ((c == OpCode::DivSI || c == OpCode::DivUI || c == OpCode::RemSI ||
+       c == OpCode::RemUI) &&
+      !elem->isPointer())
+    if (auto k = evaluateConstant(op.operand(1)); k && !k->isFloat()) {
+      divisor = (int64_t)k->bits;
+      dividendNonNegative = knownNonNegative(op.operand(0));
+    }
   std::optional<int64_t> cmpConst;
   if (c == OpCode::CmpI)
     if (auto k = getConstant(op.operand(1)); k && !k->isFloat())
@@ -1179,6 +1281,10 @@ bool emitArithmetic(Emitter &e, Operation &op) {
     auto a = [&](int k) { return (*in[k])[i]; };
     std::string r = foldKnownPredicate(e, op, elem, in, i, cmpConst);
     if (!r.empty())
+      ;
+    else if (divisor && !(r = divideByConstant(e, c, elem->dtype(), a(0),
+                                               *divisor, dividendNonNegative))
+                             .empty())
       ;
     else if (isIntBin)
       r = intBinary(e, c, elem->dtype(), a(0), a(1));
