@@ -43,9 +43,12 @@ int main() {
   CHECK(cuMemAlloc(&dout, bytes));
   CHECK(cuMemcpyHtoD(dx, x.data(), bytes));
   CHECK(cuMemcpyHtoD(dy, y.data(), bytes));
-  CHECK(cuMemsetD32(dout, 0x7fc00000u, static_cast<size_t>(n)));  // poisoned with NaN
   CUstream stream;
   CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  // Poisoned with NaN on the kernel's stream: a non-blocking stream does not wait for work
+  // on the legacy default stream, where cuMemsetD32 would put the fill (a busy GPU then ran
+  // the fill after the kernel, and the program reported the kernel's elements as NaN).
+  CHECK(cuMemsetD32Async(dout, 0x7fc00000u, static_cast<size_t>(n), stream));
   CHECK(add(stream, dx, dy, dout, n));
   CHECK(cuStreamSynchronize(stream));
   CHECK(cuMemcpyDtoH(out.data(), dout, bytes));

@@ -539,6 +539,7 @@ public:
     for (Operation *op : unused_)
       if (!hasUses(f_, op->result(0)))
         op->erase();
+    sinkYieldOnlyOps();
   }
 
 private:
@@ -590,6 +591,62 @@ private:
                              Type::asyncToken(), attrs));
     }
     e.op(OpCode::AsyncCommitGroup, tokens, Type::asyncToken());
+  }
+
+  /// Step 7: the pure ops whose results only the yield reads (the ahead
+  /// pointers' advance, p + BLOCK_K * stride) move below the body's copies,
+  /// to just before the yield. The copies read the old pointers; computed
+  /// before them, the new ones live beside the old, and ptxas keeps the
+  /// loop-carried values apart from the copies' address registers: it moves
+  /// each new pointer into place at the back edge, and each move waits for
+  /// the cp.async that reads the register to leave the LSU's queue (ncu on
+  /// the tutorial matmul, 128x256x64 w8 s3: 5481 of 17880 K-loop stall
+  /// samples were such moves, long scoreboard). Below the copies, the
+  /// advance updates the pointer in place, as in Triton's loop.
+  void sinkYieldOnlyOps() {
+    Operation *yield = body_.terminator();
+    Operation *lastCommit = nullptr;
+    for (auto &op : body_.ops())
+      if (op->code() == OpCode::AsyncCommitGroup)
+        lastCommit = op.get();
+    if (!lastCommit)
+      return;
+    std::map<Value *, std::vector<Operation *>> users;
+    f_.walk([&](Operation *o) {
+      for (Value *v : o->operands())
+        users[v].push_back(o);
+    });
+    // Backwards from the yield: an op joins when it is pure, has no
+    // regions, and everything reading its results is the yield or a member.
+    std::set<Operation *> sink;
+    std::vector<Operation *> ops;
+    for (auto &op : body_.ops())
+      ops.push_back(op.get());
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      Operation *op = *it;
+      // A tt.dot (the mma.sync path) is pure too, but it is the loop's
+      // work, not bookkeeping: it stays where the program put it.
+      if (op == yield || op->numRegions() || !op->hasTrait(PURE) ||
+          op->numResults() == 0 || op->code() == OpCode::Dot)
+        continue;
+      bool only = true;
+      for (Value *r : op->results())
+        for (Operation *u : users[r])
+          only = only && (u == yield || sink.count(u));
+      if (only)
+        sink.insert(op);
+    }
+    // Move those above the last commit group, in their order.
+    bool before = true;
+    std::vector<Operation *> move;
+    for (Operation *op : ops) {
+      if (op == lastCommit)
+        before = false;
+      if (before && sink.count(op))
+        move.push_back(op);
+    }
+    for (Operation *op : move)
+      body_.insert(body_.find(yield), op->detach());
   }
 
   /// The original slice ops nothing reads any more (those of the erased
