@@ -22,6 +22,9 @@ const PassTable &tilePasses() {
       {"narrow-division",
        "Do 64-bit division/remainder of extended 32-bit values in 32 bits",
        narrowDivision},
+      {"check-const-pointers",
+       "Reject stores and atomics through pointers made from tl.const arguments",
+       checkConstPointers},
   };
   return passes;
 }
@@ -29,6 +32,7 @@ const PassTable &tilePasses() {
 std::vector<std::string> defaultPipeline() {
   return {
       "inline",       // one function per kernel from here on
+      "check-const-pointers", // writes through a tl.const argument's pointers
       "canonicalize", // fold constexpr arithmetic, e.g. static_range bounds
       "unroll",       // tl.static_range
       "canonicalize", // fold the unrolled ivs

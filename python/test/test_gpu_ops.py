@@ -261,6 +261,23 @@ def test_divide_by_constant(dtype, unsigned, d):
 
 
 @triton.jit
+def _const_scale_kernel(x_ptr, w_ptr: tl.const, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * tl.load(w_ptr + offs, mask=m),
+             mask=m)
+
+
+def test_loads_through_a_const_pointer():
+    """`w_ptr: tl.const` (read-only argument) on the GPU: the loads run as any other."""
+    n = 5000
+    x, w = rand((n,), torch.float32), rand((n,), torch.float32)
+    out = poisoned((n,), torch.float32)
+    _const_scale_kernel[(triton.cdiv(n, 1024),)](x, w, out, n, BLOCK=1024)
+    assert torch.equal(out, x * w)
+
+
+@triton.jit
 def _math_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n

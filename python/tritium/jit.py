@@ -26,7 +26,7 @@ from .compiler import compiler as _compiler
 from .compiler.pipeline import compile_tile
 from .errors import CompilationError, LaunchOptionError, load_C
 from .language.block import DescriptorParam
-from .language.core import constexpr
+from .language.core import const, constexpr
 from .runtime import cuda as _cuda
 from .runtime import debug as _debug
 from .runtime import launcher
@@ -49,11 +49,19 @@ def _is_constexpr_annotation(ann):
     return False
 
 
+def _is_const_annotation(ann):
+    """`p: tl.const` (or the string "tl.const" under postponed annotations)."""
+    if ann is const:
+        return True
+    return isinstance(ann, str) and ann.split(".")[-1] == "const"
+
+
 class KernelParam:
     def __init__(self, index, param, do_not_specialize, do_not_specialize_on_alignment):
         self.index = index
         self.name = param.name
         self.is_constexpr = _is_constexpr_annotation(param.annotation)
+        self.is_const = _is_const_annotation(param.annotation)
         self.do_not_specialize = do_not_specialize
         self.do_not_specialize_on_alignment = do_not_specialize_on_alignment
         self.default = param.default

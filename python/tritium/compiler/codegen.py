@@ -463,6 +463,10 @@ class CodeGenerator:
         raise self.error(f"name {name!r} is not defined")
 
     # -- functions -------------------------------------------------------------------
+    def _const_params(self):
+        """Names of the parameters annotated `tl.const`."""
+        return {p.name for p in getattr(self.jit_fn, "params", ()) if getattr(p, "is_const", False)}
+
     def build_function(self, name, params, is_kernel, noinline=False):
         """Emits this function as `tt.func @name`.
 
@@ -498,6 +502,9 @@ class CodeGenerator:
             if p[0] == "arg":
                 if p[2]:
                     fn.set_arg_attr(i, "tt.divisibility", 16)
+                if pname in self._const_params():
+                    # check-const-pointers rejects writes through it after inlining
+                    fn.set_arg_attr(i, "tt.const", True)
                 if len(p) > 3 and p[3]:  # a tensor of 2^31+ elements (jit._key_one)
                     fn.set_arg_attr(i, "tt.int64_offsets", True)
                 self.scope[pname] = tensor(fn.arg(i))

@@ -111,8 +111,11 @@ def compile_tile(jit_fn, params, name=None, times=None, dump=True):
     try:
         stats = C.run_passes(module, C.default_pipeline(), check)
     except C.UserError as e:
+        # The message as the cause too, as Triton chains its semantic errors (its tests read
+        # `exc.__cause__`, e.g. "Cannot store to a constant pointer").
         message, file, line, col = user_error_args(e)
-        raise CompilationError(message, file, line, col, function=kernel_name) from None
+        raise CompilationError(message, file, line, col,
+                               function=kernel_name) from ValueError(message)
     asm = {"tir-raw": raw, "tir": C.print_module(module, False)}
     if times is not None:
         times["tile"] = _ms(t0)

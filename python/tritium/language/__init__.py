@@ -20,7 +20,7 @@ from .standard import softmax, swizzle2d
 from .block import (advance, block_pointer, load_tensor_descriptor, make_block_ptr,
                     make_tensor_descriptor, store_tensor_descriptor, tensor_descriptor)
 from . import extra, random  # noqa: F401,E402
-from .core import assume, atomic_cas, umulhi  # noqa: E402
+from .core import assume, atomic_cas, const, umulhi  # noqa: E402
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
 from .combine import associative_scan, cumprod, cumsum, flip, reduce, sort

@@ -425,6 +425,16 @@ def _const_rbinop(fn):
     return op
 
 
+class const:
+    """`ptr: tl.const` on a kernel parameter: the kernel only reads through this pointer. A
+    store or atomic through it, or through a pointer made from it (arithmetic, tl.where, a
+    loop-carried pointer, a helper's argument), is a CompilationError ("Cannot store to a
+    constant pointer", as Triton says)."""
+
+    def __init__(self):
+        raise TypeError("tl.const is an annotation (`ptr: tl.const`), not a value")
+
+
 class constexpr:
     """A value known at compile time. As an annotation (`BLOCK: tl.constexpr`)
     it marks a kernel parameter whose value is part of the specialisation."""
