@@ -87,6 +87,8 @@ def gather_kernel(src_ptr, idx_ptr, out_ptr, S: tl.constexpr, I: tl.constexpr, C
 
 
 @triton.jit
-def topk_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+def topk_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                DESCENDING: tl.constexpr = True):
     x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
-    tl.store(out_ptr + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))
+    tl.store(out_ptr + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :],
+             tl.topk(x, K, descending=DESCENDING))

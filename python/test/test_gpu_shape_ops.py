@@ -71,3 +71,11 @@ def test_topk(k):
     out = poisoned((4, k), torch.float32)
     K.topk_kernel[(1,)](x, out, M=4, N=16, K=k)
     assert torch.equal(out, torch.topk(x, k, dim=1).values)
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_topk_ascending(k):
+    x = torch.randn(4, 16, device=DEV)
+    out = poisoned((4, k), torch.float32)
+    K.topk_kernel[(1,)](x, out, M=4, N=16, K=k, DESCENDING=False)
+    assert torch.equal(out, torch.topk(x, k, dim=1, largest=False).values)

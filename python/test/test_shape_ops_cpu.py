@@ -109,3 +109,12 @@ def test_topk(k):
     out = poisoned((4, k), np.float32)
     launch(K.topk_kernel, (1,), x, out, M=4, N=16, K=k)
     np.testing.assert_array_equal(out, -np.sort(-x, axis=1)[:, :k])
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_topk_ascending(k):
+    """`descending=False`: the k smallest, smallest first."""
+    x = np.random.default_rng(6).standard_normal((4, 16)).astype(np.float32)
+    out = poisoned((4, k), np.float32)
+    launch(K.topk_kernel, (1,), x, out, M=4, N=16, K=k, DESCENDING=False)
+    np.testing.assert_array_equal(out, np.sort(x, axis=1)[:, :k])

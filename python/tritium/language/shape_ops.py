@@ -140,8 +140,9 @@ def gather(src, index, axis):
 
 
 @builtin
-def topk(input, k, dim=None):
-    """The k largest elements along the last dim, largest first (k a power of two dividing it)."""
+def topk(input, k, dim=None, descending=True):
+    """The k largest elements along the last dim, largest first (k a power of two dividing it);
+    with `descending=False` (a newer Triton's keyword) the k smallest, smallest first."""
     x = _tensor(input, "tl.topk")
     from .combine import sort  # noqa: PLC0415 (sort is a builtin of the same layer)
     shape = [int(_unwrap(s)) for s in x.shape]
@@ -152,7 +153,7 @@ def topk(input, k, dim=None):
     n = shape[-1]
     if kk <= 0 or kk & (kk - 1) or n % kk:
         raise ValueError(f"tl.topk's k must be a power of two dividing {n}, got {kk}")
-    s = sort(x, d, descending=True)
+    s = sort(x, d, descending=bool(_unwrap(descending)))
     if kk == n:
         return s
     groups = core.reshape(s, shape[:-1] + [n // kk, kk])
