@@ -764,12 +764,13 @@ tt.func @k(%p: !tt.ptr<i32>, %x: i32, %y: i32) attributes {kernel = true} {
 
 TEST(PassesManager, RegistryAndDefaultPipeline) {
   std::vector<std::string> expected = {
-      "inline",        "canonicalize",    "unroll", "canonicalize",
-      "widen-offsets", "narrow-division", "cse",    "dce"};
+      "inline",          "check-const-pointers", "canonicalize", "unroll",
+      "canonicalize",    "widen-offsets",        "narrow-division", "cse",
+      "dce"};
   EXPECT_EQ(defaultPipeline(), expected);
   for (std::string name :
        {"inline", "canonicalize", "unroll", "cse", "dce", "licm", "widen-offsets",
-        "narrow-division"})
+        "narrow-division", "check-const-pointers"})
     EXPECT_NE(lookupPass(tilePasses(), name), nullptr) << name;
   EXPECT_EQ(lookupPass(tilePasses(), "nope"), nullptr);
   for (const std::string &name : defaultPipeline())
