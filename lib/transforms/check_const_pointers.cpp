@@ -81,11 +81,6 @@ private:
     switch (d->code()) {
     case OpCode::AddPtr:
     case OpCode::Splat:
-    case OpCode::Broadcast:
-    case OpCode::ExpandDims:
-    case OpCode::Reshape:
-    case OpCode::Trans:
-    case OpCode::ConvertLayout:
       return of(d->operand(0));
     case OpCode::Select:
       return anyOf({d->operand(1), d->operand(2)});
@@ -107,9 +102,12 @@ private:
       return s;
     }
     default:
-      // A pointer cast keeps the base; int_to_ptr does not.
-      if (d->hasTrait(CAST) && d->code() != OpCode::IntToPtr &&
-          d->numOperands() == 1 && d->operand(0)->type()->isPointerLike())
+      // The MOVE ops (broadcast, expand_dims, reshape, trans,
+      // convert_layout) repeat their operand's pointers; a pointer cast
+      // keeps the base, int_to_ptr does not.
+      if (d->hasTrait(MOVE) ||
+          (d->hasTrait(CAST) && d->code() != OpCode::IntToPtr &&
+           d->numOperands() == 1 && d->operand(0)->type()->isPointerLike()))
         return of(d->operand(0));
       return "";
     }

@@ -568,14 +568,11 @@ bool knownNonNegative(const Value *v) {
     return c && !c->isFloat() && c->sext() >= 0;
   }
   case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Trans:
-  case OpCode::ConvertLayout:
     return knownNonNegative(d->operand(0));
   default:
-    return false;
+    // The MOVE ops (broadcast, expand_dims, reshape, trans, convert_layout)
+    // repeat their operand's elements.
+    return d->hasTrait(MOVE) && knownNonNegative(d->operand(0));
   }
 }
 
