@@ -20,7 +20,7 @@ std::vector<int64_t> divisors(int bits) {
     for (int64_t off : {-1, 0, 1}) {
       uint64_t v = (uint64_t(1) << k) + off;
       ds.push_back((int64_t)v);
-      ds.push_back(-(int64_t)v);
+      ds.push_back((int64_t)(0 - v)); // unsigned negation: v may be 2^63
     }
   std::mt19937_64 rng(7);
   for (int i = 0; i < 300; ++i)
