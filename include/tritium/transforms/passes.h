@@ -67,9 +67,8 @@ void narrowDivision(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// `--check-const-pointers`: a tt.store, tt.atomic_rmw or tt.atomic_cas
 /// whose pointer derives from a function argument with {tt.const = true}
 /// (a kernel parameter annotated tl.const) is a UserError at the write,
-/// "Cannot store to a constant pointer" as Triton words it. Derivation
-/// follows the base-keeping ops, tl.where's arms and loop/if control flow
-/// (check_const_pointers.cpp). Counter: check-const-pointers.writes.
+/// "Cannot store to a constant pointer" as Triton words it. Derivation is
+/// analysis/pointer_provenance.h's. Counter: check-const-pointers.writes.
 void checkConstPointers(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 } // namespace tritium

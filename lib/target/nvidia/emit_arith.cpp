@@ -205,7 +205,7 @@ std::string divideByConstant(Emitter &e, OpCode c, DType t, const std::string &n
   if (p.kind == DivisionPlan::Kind::Generic)
     return "";
   RC rc = bits == 32 ? RC::B32 : RC::B64;
-  std::string w = std::to_string(bits), s = "s" + w, u = "u" + w, b = "b" + w;
+  std::string s = intType(t, true), u = intType(t, false), b = bitType(rc);
   auto imm = [&](uint64_t v) {
     char buf[24];
     std::snprintf(buf, sizeof buf, bits == 32 ? "0x%08llX" : "0x%016llX",

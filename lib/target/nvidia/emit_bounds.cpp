@@ -1,15 +1,12 @@
 // Bounds checks of global-memory accesses (GPUOptions::boundsCheck, the
 // runtime's TRITIUM_DEBUG=1).
 //
-// 1. Provenance: the pointer operand of a load, store or atomic is walked
-//    back to the kernel parameter it derives from, through the ops that
-//    keep the base (addptr, splat, broadcast, expand_dims, reshape, trans,
-//    convert_layout, pointer bitcasts) and through control flow (a loop's
-//    carried pointer derives from P when its initial value and every value
-//    yielded back do; an if's or select's result when every branch does).
-//    Anything else (a pointer loaded from memory, made from an integer,
-//    two parameters merged) is unknown: the access is not checked, and
-//    counted in CompiledKernel::uncheckedAccesses.
+// 1. Provenance (analysis/pointer_provenance.h): the pointer operand of a
+//    load, store or atomic is walked back to the kernel parameters it may
+//    derive from. When every path leads to one parameter P, the access is
+//    checked against P; otherwise (a pointer loaded from memory, made from
+//    an integer, two parameters merged) it is not, and is counted in
+//    CompiledKernel::uncheckedAccesses.
 // 2. Each checked access gets a site (kind, parameter, source location).
 // 3. Per access instruction (a vector counts as one), in PTX:
 //      off = addr - base(P);  ok = off < extent(P) && off + bytes <= extent(P)
@@ -21,120 +18,16 @@
 // The extents and the record are hidden parameters after the user's; the
 // launcher passes ~0 for an extent it does not know, which no offset fails.
 #include "emitter.h"
+#include "tritium/analysis/pointer_provenance.h"
 
-#include <set>
 
 namespace tritium::nvidia {
-
-namespace {
-
-constexpr int kUnknown = -1;
-constexpr int kAnyParam = -2; // a cycle back to a value being resolved
-
-int merge(int a, int b) {
-  if (a == kAnyParam)
-    return b;
-  if (b == kAnyParam)
-    return a;
-  return a == b ? a : kUnknown;
-}
-
-class Provenance {
-public:
-  explicit Provenance(Function &f) : fn_(f) {}
-
-  int of(Value *v) {
-    int p = resolve(v);
-    return p == kAnyParam ? kUnknown : p;
-  }
-
-private:
-  Function &fn_;
-  std::set<Value *> visiting_;
-
-  int resolve(Value *v) {
-    if (!v->type()->scalarType()->isPointer())
-      return kUnknown;
-    if (v->isBlockArg())
-      return blockArgument(v);
-    Operation *op = v->definingOp();
-    if (!op)
-      return kUnknown;
-    // Data movement keeps each pointer's value, so its provenance too.
-    if (op->hasTrait(MOVE))
-      return resolve(op->operand(0));
-    switch (op->code()) {
-    case OpCode::AddPtr:
-    case OpCode::Splat:
-    case OpCode::Bitcast:
-      return resolve(op->operand(0));
-    case OpCode::Select:
-      return merge(resolve(op->operand(1)), resolve(op->operand(2)));
-    case OpCode::For:
-      return resolve(op->region(0).front().argument(v->index() + 1));
-    case OpCode::If: {
-      int p = kAnyParam;
-      for (unsigned r = 0; r < op->numRegions(); ++r) {
-        if (op->region(r).empty())
-          return kUnknown;
-        Operation *y = op->region(r).front().terminator();
-        if (!y || v->index() >= y->numOperands())
-          return kUnknown;
-        p = merge(p, resolve(y->operand(v->index())));
-      }
-      return p;
-    }
-    case OpCode::While: {
-      Operation *cond = op->region(0).front().terminator();
-      if (!cond || v->index() + 1 >= cond->numOperands())
-        return kUnknown;
-      return resolve(cond->operand(v->index() + 1));
-    }
-    default:
-      return kUnknown;
-    }
-  }
-
-  int blockArgument(Value *v) {
-    Block *b = v->ownerBlock();
-    Operation *parent = b->parentOp();
-    if (!parent)
-      return b == &fn_.entry() ? (int)v->index() : kUnknown;
-    if (visiting_.count(v))
-      return kAnyParam;
-    visiting_.insert(v);
-    int p = kUnknown;
-    unsigned i = v->index();
-    if (parent->code() == OpCode::For && i > 0) {
-      Operation *y = b->terminator();
-      if (y && i - 1 < y->numOperands() && 3 + i - 1 < parent->numOperands())
-        p = merge(resolve(parent->operand(3 + i - 1)),
-                  resolve(y->operand(i - 1)));
-    } else if (parent->code() == OpCode::While) {
-      Block &before = parent->region(0).front();
-      Block &after = parent->region(1).front();
-      if (b == &before) {
-        Operation *y = after.terminator();
-        if (y && i < y->numOperands() && i < parent->numOperands())
-          p = merge(resolve(parent->operand(i)), resolve(y->operand(i)));
-      } else {
-        Operation *cond = before.terminator();
-        if (cond && i + 1 < cond->numOperands())
-          p = resolve(cond->operand(i + 1));
-      }
-    }
-    visiting_.erase(v);
-    return p;
-  }
-};
-
-} // namespace
 
 int Emitter::accessSite(const Operation &op, Value *ptr, const char *kind,
                         int elemBytes) {
   if (!opts.boundsCheck)
     return -1;
-  int param = Provenance(fn).of(ptr);
+  int param = PointerProvenance(fn).of(ptr).single();
   if (param < 0) {
     ++uncheckedAccesses;
     return -1;

@@ -463,10 +463,6 @@ class CodeGenerator:
         raise self.error(f"name {name!r} is not defined")
 
     # -- functions -------------------------------------------------------------------
-    def _const_params(self):
-        """Names of the parameters annotated `tl.const`."""
-        return {p.name for p in getattr(self.jit_fn, "params", ()) if getattr(p, "is_const", False)}
-
     def build_function(self, name, params, is_kernel, noinline=False):
         """Emits this function as `tt.func @name`.
 
@@ -498,12 +494,14 @@ class CodeGenerator:
         except self.C.UserError as e:
             raise self._translate(e, fdef) from None
         i = 0
+        # Parameters annotated `tl.const`: check-const-pointers rejects writes through them.
+        const_params = {p.name for p in getattr(self.jit_fn, "params", ())
+                        if getattr(p, "is_const", False)}
         for pname, p in params:
             if p[0] == "arg":
                 if p[2]:
                     fn.set_arg_attr(i, "tt.divisibility", 16)
-                if pname in self._const_params():
-                    # check-const-pointers rejects writes through it after inlining
+                if pname in const_params:
                     fn.set_arg_attr(i, "tt.const", True)
                 if len(p) > 3 and p[3]:  # a tensor of 2^31+ elements (jit._key_one)
                     fn.set_arg_attr(i, "tt.int64_offsets", True)
