@@ -1,6 +1,7 @@
 """`ptr: tl.const` (Triton's annotation for a read-only pointer argument) on the CPU executor:
 loads through it run; a store or atomic through it, or through any pointer made from it (pointer
-arithmetic, a helper's argument, a ternary of pointers, a loop-carried pointer), is a
+arithmetic, a helper's argument, a ternary of pointers, a pointer carried by a for or while
+loop), is a
 CompilationError at the write with Triton's wording, "Cannot store to a constant pointer", as the
 error and as its __cause__."""
 
@@ -53,13 +54,21 @@ def _bad_kernel(w_ptr: tl.const, o_ptr, n, MODE: tl.constexpr):
         for i in range(n):
             p = w_ptr + i
         tl.store(p, 2.0)
+    elif MODE == "while":
+        p = o_ptr
+        i = 0
+        while i < n:
+            p = w_ptr + i
+            i += 1
+        tl.store(p, 2.0)
     elif MODE == "atomic":
         tl.atomic_add(w_ptr, 1.0)
     else:
         tl.atomic_cas(w_ptr.to(tl.pointer_type(tl.int32)), 0, 1)
 
 
-@pytest.mark.parametrize("mode", ["direct", "helper", "ternary", "where", "loop", "atomic", "cas"])
+@pytest.mark.parametrize("mode", ["direct", "helper", "ternary", "where", "loop", "while", "atomic",
+                                  "cas"])
 def test_writes_through_a_const_pointer_are_errors(mode):
     w = np.zeros(16, np.float32)
     o = np.zeros(16, np.float32)
