@@ -21,9 +21,16 @@ PtxasUse ptxasUse(const std::string &log);
 /// threads, a multiple of 8, at most 255.
 int registerCap(int threads);
 
-/// runPtxas(ptx, arch); when that spills heavily and ptx has no .maxnreg,
-/// assembles ptx with `.maxnreg registerCap(threads)` too and keeps that
-/// (rewriting `ptx`, counting ptxas.register-cap-raised) if it spills less.
+/// Programs of `threads` threads using `registers` registers a thread that
+/// one SM's register file holds (64K, 8 a thread at a time), at most 32 and
+/// at most 2048 threads.
+int programsPerSM(int threads, int64_t registers);
+
+/// Where ptx has no .maxnreg: runPtxas on it and, at the same time, on ptx
+/// with `.maxnreg registerCap(threads)`. Keeps the capped one (rewriting
+/// `ptx`) when the first spills heavily and it spills less (counting
+/// ptxas.register-cap-raised), or when it spills no more and leaves as many
+/// programs per SM (ptxas.register-cap-same-occupancy).
 runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
                                              const std::string &arch,
                                              int threads, PassStats &stats);
