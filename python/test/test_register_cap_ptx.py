@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -88,3 +89,24 @@ def test_a_tile_that_does_not_spill_keeps_its_occupancy(block, num_warps, dtype,
     assert int(cap.group(1)) == min(255, 65536 // threads // 8 * 8)
     uncapped = _ptxas_registers(ptx.replace(cap.group(0), "\n", 1), tmp_path)
     assert _programs_per_sm(threads, k.metadata["n_regs"]) >= _programs_per_sm(threads, uncapped)
+
+
+def test_a_failing_capped_assembly_leaves_the_first(tmp_path):
+    # The capped assembly runs beside the first; where ptxas rejects it (here a wrapper that
+    # refuses any PTX with .maxnreg) the compile keeps the first result instead of failing.
+    wrapper = tmp_path / "ptxas"
+    wrapper.write_text("#!/bin/sh\n"
+                       "for a in \"$@\"; do case \"$a\" in *.ptx) "
+                       "grep -q '^\\.maxnreg' \"$a\" && { echo refused >&2; exit 3; } ;; esac; done\n"
+                       f"exec {PTXAS} \"$@\"\n")
+    wrapper.chmod(0o755)
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import test_register_cap_ptx as t\n"
+              "k = t._compile(64, 4, 'fp32')\n"
+              "print('maxnreg' if '.maxnreg' in t._header(k.asm['ptx']) else 'none', "
+              "k.metadata.get('n_regs'))\n")
+    env = dict(os.environ, TRITIUM_PTXAS=str(wrapper))
+    out = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    kept, regs = out.stdout.split()
+    assert kept == "none" and int(regs) > 0, out.stdout

@@ -81,7 +81,15 @@ runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
     return runtime::runPtxas(capped, arch);
   });
   runtime::PtxasResult first = runtime::runPtxas(ptx, arch);
-  runtime::PtxasResult second = secondRun.get();
+  // The capped assembly is an option, not the program: where it fails the
+  // first one stands (an error of the PTX itself has already been raised by
+  // the first run).
+  runtime::PtxasResult second;
+  try {
+    second = secondRun.get();
+  } catch (const std::exception &) {
+    return first;
+  }
   PtxasUse a = ptxasUse(first.log), b = ptxasUse(second.log);
   bool fewerSpills = a.spillBytes >= kSpillRetryBytes && b.spillBytes < a.spillBytes;
   bool sameOccupancy = b.spillBytes <= a.spillBytes &&
