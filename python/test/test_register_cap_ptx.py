@@ -73,22 +73,73 @@ def _programs_per_sm(threads, regs):
 
 @pytest.mark.parametrize("block,num_warps,dtype", [(32, 4, "fp32"), (64, 4, "fp32"),
                                                    (64, 8, "bf16"), (256, 16, "bf16")])
-def test_a_tile_that_does_not_spill_keeps_its_occupancy(block, num_warps, dtype, tmp_path):
-    # 8-128 values a thread that fit: no spills; the cap is kept only where it leaves as many
-    # programs per SM as ptxas's own choice without it (checked here by assembling the PTX
-    # again without the .maxnreg line).
+def test_a_tile_that_does_not_spill_keeps_ptxas_s_choice(block, num_warps, dtype):
+    # 8-128 values a thread that fit, no loop: ptxas's own register count, no .maxnreg.
     k = _compile(block, num_warps, dtype)
     if "n_regs" not in k.metadata:
         pytest.skip("compiled without ptxas")
+    assert ".maxnreg" not in _header(k.asm["ptx"])
     assert k.metadata["n_spills"] == 0, k.metadata["ptxas_log"]
-    ptx = k.asm["ptx"]
+
+
+@tritium.jit
+def row_loop(p, q, g, n, scale, BLOCK: tl.constexpr):
+    # Liger's tvd in small: two loads and a store a column block, a row loop.
+    row = tl.program_id(0).to(tl.int64)
+    p += row * n
+    q += row * n
+    g += row * n
+    for i in range(0, n, BLOCK):
+        offs = i + tl.arange(0, BLOCK)
+        m = offs < n
+        a = tl.load(p + offs, mask=m, other=0.0)
+        b = tl.load(q + offs, mask=m, other=0.0)
+        tl.store(g + offs, tl.where(a == b, 0.0, tl.where(a > b, 0.5 * scale, -0.5 * scale)), mask=m)
+
+
+def _compile_loop(block, num_warps):
+    sig = {"p": "*fp32", "q": "*fp32", "g": "*fp32", "n": "i32", "scale": "fp32"}
+    return tritium.compile(row_loop, signature=sig, constexprs={"BLOCK": block}, target="sm_90a",
+                           num_warps=num_warps, use_cache=False,
+                           divisible_by_16=["p", "q", "g", "n"])
+
+
+def _ptxas_use(ptx, tmp_path):
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    out = subprocess.run([PTXAS, "-arch=sm_90a", "-O3", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                         capture_output=True, text=True, check=True)
+    log = out.stdout + out.stderr
+    spills = re.search(r"(\d+) bytes spill stores", log)
+    return int(re.search(r"Used (\d+) registers", log).group(1)), int(spills.group(1)) if spills else 0
+
+
+def _programs_per_sm(threads, regs):
+    # What register_cap.cpp's programsPerSM computes: 64K registers, 8 a thread at a time.
+    warps = threads // 32
+    return min(65536 // (max(8, (regs + 7) // 8 * 8) * 32) // warps, 2048 // threads, 32)
+
+
+@pytest.mark.parametrize("block,num_warps", [(1024, 4), (4096, 8), (16384, 16)])
+def test_a_loop_kernel_keeps_the_cap_exactly_where_occupancy_stays(block, num_warps, tmp_path):
+    # A kernel that loads in a loop is assembled with and without `.maxnreg` (64K registers over
+    # its threads, at most 255); the capped one is kept iff it spills no more and leaves as many
+    # programs per SM. Checked both ways against fresh ptxas runs of the two PTX texts.
+    k = _compile_loop(block, num_warps)
+    if "n_regs" not in k.metadata:
+        pytest.skip("compiled without ptxas")
     threads = num_warps * 32
-    cap = re.search(r"\n\.maxnreg (\d+)\n", _header(ptx))
-    if cap is None:
-        return
-    assert int(cap.group(1)) == min(255, 65536 // threads // 8 * 8)
-    uncapped = _ptxas_registers(ptx.replace(cap.group(0), "\n", 1), tmp_path)
-    assert _programs_per_sm(threads, k.metadata["n_regs"]) >= _programs_per_sm(threads, uncapped)
+    cap = min(255, 65536 // threads // 8 * 8)
+    ptx = k.asm["ptx"]
+    line = f"\n.maxnreg {cap}\n"
+    kept = line in _header(ptx)
+    uncapped = ptx.replace(line, "\n", 1) if kept else ptx
+    capped = ptx if kept else uncapped.replace(".maxntid", f".maxnreg {cap}\n.maxntid", 1)
+    regs0, spills0 = _ptxas_use(uncapped, tmp_path)
+    regs1, spills1 = _ptxas_use(capped, tmp_path)
+    keeps = spills1 <= spills0 and _programs_per_sm(threads, regs1) >= _programs_per_sm(threads, regs0)
+    assert kept == keeps, (regs0, spills0, regs1, spills1)
+    assert k.metadata["n_regs"] == (regs1 if kept else regs0)
 
 
 def test_a_failing_capped_assembly_leaves_the_first(tmp_path):
@@ -101,7 +152,7 @@ def test_a_failing_capped_assembly_leaves_the_first(tmp_path):
                        f"exec {PTXAS} \"$@\"\n")
     wrapper.chmod(0o755)
     script = ("import sys; sys.path.insert(0, sys.argv[1]); import test_register_cap_ptx as t\n"
-              "k = t._compile(64, 4, 'fp32')\n"
+              "k = t._compile_loop(16384, 16)\n"
               "print('maxnreg' if '.maxnreg' in t._header(k.asm['ptx']) else 'none', "
               "k.metadata.get('n_regs'))\n")
     env = dict(os.environ, TRITIUM_PTXAS=str(wrapper))

@@ -178,12 +178,13 @@ void compileKernel(const Module &m, const std::string &kernel,
   steps.end();
 
   // 5. cubin (optional: without ptxas the runtime hands PTX to the driver).
-  // A kernel that spills heavily at ptxas's own register choice is
-  // assembled again with a register cap (register_cap.cpp).
+  // A kernel that spills heavily at ptxas's own register choice, or that
+  // loads in a loop, is assembled with a register cap too (register_cap.cpp).
   if (opts.assemble) {
     steps.begin("ptxas");
     runtime::PtxasResult a = nvidia::assembleWithRegisterCap(
-        ck.ptx, r.target, opts.numWarps * gpu::kThreadsPerWarp, r.stats);
+        ck.ptx, r.target, opts.numWarps * gpu::kThreadsPerWarp,
+        nvidia::loadsInALoop(f), r.stats);
     r.cubin = std::move(a.cubin);
     r.ptxasLog = std::move(a.log);
     r.assembled = true;

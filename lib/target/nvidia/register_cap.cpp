@@ -16,14 +16,17 @@
 // PTX is the one kept, so that the driver's JIT path (no ptxas) and the
 // cache hold the same program.
 //
-// The capped assembly is also kept when it spills no more and leaves as
-// many programs per SM (by registers) as the first: then the cap only
+// For a kernel that loads inside a loop, the capped assembly runs beside the
+// first and is also kept when it spills no more and leaves as many programs
+// per SM (by registers) as the first: then the cap only
 // changes how ptxas schedules, and with it ptxas issues a loop's loads
 // together where without it (`.maxntid` alone) it often spreads them between
 // the arithmetic. Measured on the H200 (benchmarks/RESULTS.md, eleventh
 // session): Liger's tvd, 16 warps, 123 -> 120 registers, its 16 loads
 // together, 1.07x -> 1.00x Triton's time. A cap on every kernel
-// regardless of occupancy cost swiglu and jsd 11-19 %.
+// regardless of occupancy cost swiglu and jsd 11-19 %. Kernels without such
+// a loop (most of what Inductor writes) keep one ptxas run: the second one
+// is CPU time that a compile pool running many kernels pays in wall time.
 #include "register_cap.h"
 
 #include <algorithm>
@@ -66,16 +69,56 @@ int programsPerSM(int threads, int64_t registers) {
   return (int)std::min<int64_t>({byRegisters, 2048 / (warps * 32), 32});
 }
 
+bool loadsInALoop(Function &f) {
+  bool found = false;
+  f.walk([&](Operation *op) {
+    if (found || (op->code() != OpCode::Load &&
+                  op->code() != OpCode::AsyncCopyGlobalToLocal))
+      return;
+    for (Operation *p = op->parentOp(); p; p = p->parentOp())
+      if (p->code() == OpCode::For || p->code() == OpCode::While) {
+        found = true;
+        return;
+      }
+  });
+  return found;
+}
+
+namespace {
+
+/// `ptx` with `.maxnreg cap` after its .maxntid line ("" without one).
+std::string withCap(const std::string &ptx, int cap) {
+  size_t at = ptx.find("\n.maxntid ");
+  if (at == std::string::npos)
+    return "";
+  at = ptx.find('\n', at + 1);
+  return ptx.substr(0, at + 1) + ".maxnreg " + std::to_string(cap) + "\n" +
+         ptx.substr(at + 1);
+}
+
+} // namespace
+
 runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
                                              const std::string &arch,
-                                             int threads, PassStats &stats) {
+                                             int threads, bool loopLoads,
+                                             PassStats &stats) {
   int cap = registerCap(threads);
-  size_t at = ptx.find("\n.maxntid ");
-  if (ptx.find("\n.maxnreg ") != std::string::npos || at == std::string::npos)
+  std::string capped = withCap(ptx, cap);
+  if (ptx.find("\n.maxnreg ") != std::string::npos || capped.empty())
     return runtime::runPtxas(ptx, arch);
-  at = ptx.find('\n', at + 1);
-  std::string capped = ptx.substr(0, at + 1) + ".maxnreg " +
-                       std::to_string(cap) + "\n" + ptx.substr(at + 1);
+  if (!loopLoads) {
+    // The spill retry alone: after the first result, where it spills.
+    runtime::PtxasResult first = runtime::runPtxas(ptx, arch);
+    PtxasUse use = ptxasUse(first.log);
+    if (use.spillBytes < kSpillRetryBytes || use.registers >= cap)
+      return first;
+    runtime::PtxasResult second = runtime::runPtxas(capped, arch);
+    if (ptxasUse(second.log).spillBytes >= use.spillBytes)
+      return first;
+    stats.add("ptxas.register-cap-raised");
+    ptx = std::move(capped);
+    return second;
+  }
   // Both at once: the second costs no wall time where there is a core free.
   auto secondRun = std::async(std::launch::async, [&] {
     return runtime::runPtxas(capped, arch);

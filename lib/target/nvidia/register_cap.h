@@ -1,6 +1,7 @@
 // ptxas with a second try at a higher register cap (register_cap.cpp).
 #pragma once
 
+#include "tritium/ir/ir.h"
 #include "tritium/runtime/ptxas.h"
 #include "tritium/transforms/pass.h"
 
@@ -26,13 +27,20 @@ int registerCap(int threads);
 /// at most 2048 threads.
 int programsPerSM(int threads, int64_t registers);
 
-/// Where ptx has no .maxnreg: runPtxas on it and, at the same time, on ptx
-/// with `.maxnreg registerCap(threads)`. Keeps the capped one (rewriting
-/// `ptx`) when the first spills heavily and it spills less (counting
-/// ptxas.register-cap-raised), or when it spills no more and leaves as many
-/// programs per SM (ptxas.register-cap-same-occupancy).
+/// Whether `f` loads from global memory (tt.load, or a cp.async copy) inside
+/// an scf.for or scf.while.
+bool loadsInALoop(Function &f);
+
+/// runPtxas(ptx, arch), and where ptx has no .maxnreg, an assembly of ptx
+/// with `.maxnreg registerCap(threads)` too: after the first where that
+/// spills heavily, and at the same time where `loopLoads` (loadsInALoop).
+/// Keeps the capped one (rewriting `ptx`) when the first spills heavily and
+/// it spills less (counting ptxas.register-cap-raised), or, with
+/// `loopLoads`, when it spills no more and leaves as many programs per SM
+/// (ptxas.register-cap-same-occupancy).
 runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
                                              const std::string &arch,
-                                             int threads, PassStats &stats);
+                                             int threads, bool loopLoads,
+                                             PassStats &stats);
 
 } // namespace tritium::nvidia
