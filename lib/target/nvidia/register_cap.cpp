@@ -1,5 +1,5 @@
-// assembleWithRegisterCap: ptxas, and a second try with more registers when
-// the first spills heavily.
+// assembleWithRegisterCap: ptxas, and a second assembly with a register cap
+// (.maxnreg) where the first spills heavily or the kernel loads in a loop.
 //
 // Why: a kernel's PTX names its block size (.maxntid) and, unless it holds a
 // dot, no register limit. ptxas then often sizes registers for full
@@ -18,10 +18,9 @@
 //
 // For a kernel that loads inside a loop, the capped assembly runs beside the
 // first and is also kept when it spills no more and leaves as many programs
-// per SM (by registers) as the first: then the cap only
-// changes how ptxas schedules, and with it ptxas issues a loop's loads
-// together where without it (`.maxntid` alone) it often spreads them between
-// the arithmetic. Measured on the H200 (benchmarks/RESULTS.md, eleventh
+// per SM (by registers) as the first. Then the cap changes only how ptxas
+// schedules: with it, ptxas issues a loop's loads together where without it
+// (`.maxntid` alone) it often spreads them between the arithmetic. Measured on the H200 (benchmarks/RESULTS.md, eleventh
 // session): Liger's tvd, 16 warps, 123 -> 120 registers, its 16 loads
 // together, 1.07x -> 1.00x Triton's time. A cap on every kernel
 // regardless of occupancy cost swiglu and jsd 11-19 %. Kernels without such
