@@ -4,9 +4,10 @@ values, and spills kilobytes a thread. A kernel that spills that much is assembl
 .maxnreg (64K registers over the program's threads, at most 255) and keeps that when it spills
 less. Measured on the H200 (2026-12-03): a 256x256 bf16 tile copy at 4 warps went from 32
 registers and 6 KB of spill stores a thread to 255 and 0.3 KB; Liger's _mask_bwd_kernel of that
-shape from 70 to 21 us (Triton: 18). Where the kernel does not spill, the capped assembly is kept
-when it leaves as many programs per SM as ptxas's own choice: ptxas then issues a loop's loads
-together more often (Liger's tvd: 1.07x -> 1.00x Triton's time). Needs ptxas, no GPU."""
+shape from 70 to 21 us (Triton: 18). A kernel that loads inside a loop is assembled with the cap
+beside the first, and keeps it when it spills no more and leaves as many programs per SM as
+ptxas's own choice: ptxas then issues the loop's loads together more often (Liger's tvd: 1.07x ->
+1.00x Triton's time). Needs ptxas, no GPU."""
 
 import os
 import re
@@ -55,20 +56,6 @@ def test_a_tile_that_spills_gets_the_program_s_registers(target, num_warps):
     assert ".maxnreg 255" in _header(k.asm["ptx"]), _header(k.asm["ptx"])
     assert k.metadata["n_regs"] > 128, k.metadata["ptxas_log"]
     assert k.metadata["n_spills"] < 3000, k.metadata["ptxas_log"]
-
-
-def _ptxas_registers(ptx, tmp_path):
-    src = tmp_path / "k.ptx"
-    src.write_text(ptx)
-    out = subprocess.run([PTXAS, "-arch=sm_90a", "-O3", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
-                         capture_output=True, text=True, check=True)
-    return int(re.search(r"Used (\d+) registers", out.stdout + out.stderr).group(1))
-
-
-def _programs_per_sm(threads, regs):
-    # What register_cap.cpp's programsPerSM computes: 64K registers, 8 a thread at a time.
-    warps = threads // 32
-    return min(65536 // (max(8, (regs + 7) // 8 * 8) * 32) // warps, 2048 // threads, 32)
 
 
 @pytest.mark.parametrize("block,num_warps,dtype", [(32, 4, "fp32"), (64, 4, "fp32"),

@@ -20,7 +20,6 @@
 #include "emitter.h"
 #include "tritium/analysis/pointer_provenance.h"
 
-
 namespace tritium::nvidia {
 
 int Emitter::accessSite(const Operation &op, Value *ptr, const char *kind,

@@ -20,12 +20,13 @@
 // first and is also kept when it spills no more and leaves as many programs
 // per SM (by registers) as the first. Then the cap changes only how ptxas
 // schedules: with it, ptxas issues a loop's loads together where without it
-// (`.maxntid` alone) it often spreads them between the arithmetic. Measured on the H200 (benchmarks/RESULTS.md, eleventh
-// session): Liger's tvd, 16 warps, 123 -> 120 registers, its 16 loads
-// together, 1.07x -> 1.00x Triton's time. A cap on every kernel
-// regardless of occupancy cost swiglu and jsd 11-19 %. Kernels without such
-// a loop (most of what Inductor writes) keep one ptxas run: the second one
-// is CPU time that a compile pool running many kernels pays in wall time.
+// (`.maxntid` alone) it often spreads them between the arithmetic. Measured
+// on the H200 (benchmarks/RESULTS.md, eleventh session): Liger's tvd, 16
+// warps, 123 -> 120 registers, its 16 loads together, 1.07x -> 1.00x
+// Triton's time. A cap on every kernel regardless of occupancy cost swiglu
+// and jsd 11-19 %. Kernels without such a loop (most of what Inductor
+// writes) keep one ptxas run: the second one is CPU time that a compile
+// pool running many kernels pays in wall time.
 #include "register_cap.h"
 
 #include <algorithm>
@@ -60,14 +61,6 @@ int registerCap(int threads) {
   return std::min(255, 65536 / std::max(threads, 1) / 8 * 8);
 }
 
-int programsPerSM(int threads, int64_t registers) {
-  int warps = std::max(1, (threads + 31) / 32);
-  // Registers are allocated per warp, 256 at a time (8 a thread).
-  int64_t perWarp = std::max<int64_t>(8, (registers + 7) / 8 * 8) * 32;
-  int64_t byRegisters = 65536 / perWarp / warps;
-  return (int)std::min<int64_t>({byRegisters, 2048 / (warps * 32), 32});
-}
-
 bool loadsInALoop(Function &f) {
   bool found = false;
   f.walk([&](Operation *op) {
@@ -84,6 +77,31 @@ bool loadsInALoop(Function &f) {
 }
 
 namespace {
+
+/// Programs of `threads` threads using `registers` registers a thread that
+/// one SM's register file holds (64K, 8 a thread at a time), at most 32 and
+/// at most 2048 threads.
+int programsPerSM(int threads, int64_t registers) {
+  int warps = std::max(1, (threads + 31) / 32);
+  // Registers are allocated per warp, 256 at a time (8 a thread).
+  int64_t perWarp = std::max<int64_t>(8, (registers + 7) / 8 * 8) * 32;
+  int64_t byRegisters = 65536 / perWarp / warps;
+  return (int)std::min<int64_t>({byRegisters, 2048 / (warps * 32), 32});
+}
+
+/// Which reason keeps the capped assembly `b` over the first, `a` (the
+/// stats counter to add), or null to keep `a`: fewer spills where `a`
+/// spills heavily; with `sameOccupancy`, also no more spills at as many
+/// programs per SM.
+const char *capKept(const PtxasUse &a, const PtxasUse &b, int threads,
+                    bool sameOccupancy) {
+  if (a.spillBytes >= kSpillRetryBytes && b.spillBytes < a.spillBytes)
+    return "ptxas.register-cap-raised";
+  if (sameOccupancy && b.spillBytes <= a.spillBytes &&
+      programsPerSM(threads, b.registers) >= programsPerSM(threads, a.registers))
+    return "ptxas.register-cap-same-occupancy";
+  return nullptr;
+}
 
 /// `ptx` with `.maxnreg cap` after its .maxntid line ("" without one).
 std::string withCap(const std::string &ptx, int cap) {
@@ -105,42 +123,34 @@ runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
   std::string capped = withCap(ptx, cap);
   if (ptx.find("\n.maxnreg ") != std::string::npos || capped.empty())
     return runtime::runPtxas(ptx, arch);
+  runtime::PtxasResult first, second;
   if (!loopLoads) {
     // The spill retry alone: after the first result, where it spills.
-    runtime::PtxasResult first = runtime::runPtxas(ptx, arch);
+    first = runtime::runPtxas(ptx, arch);
     PtxasUse use = ptxasUse(first.log);
     if (use.spillBytes < kSpillRetryBytes || use.registers >= cap)
       return first;
-    runtime::PtxasResult second = runtime::runPtxas(capped, arch);
-    if (ptxasUse(second.log).spillBytes >= use.spillBytes)
+    second = runtime::runPtxas(capped, arch);
+  } else {
+    // Both at once: the second costs no wall time where there is a core free.
+    auto secondRun = std::async(std::launch::async, [&] {
+      return runtime::runPtxas(capped, arch);
+    });
+    first = runtime::runPtxas(ptx, arch);
+    // The capped assembly is an option, not the program: where it fails the
+    // first one stands (an error of the PTX itself has already been raised
+    // by the first run).
+    try {
+      second = secondRun.get();
+    } catch (const std::exception &) {
       return first;
-    stats.add("ptxas.register-cap-raised");
-    ptx = std::move(capped);
-    return second;
+    }
   }
-  // Both at once: the second costs no wall time where there is a core free.
-  auto secondRun = std::async(std::launch::async, [&] {
-    return runtime::runPtxas(capped, arch);
-  });
-  runtime::PtxasResult first = runtime::runPtxas(ptx, arch);
-  // The capped assembly is an option, not the program: where it fails the
-  // first one stands (an error of the PTX itself has already been raised by
-  // the first run).
-  runtime::PtxasResult second;
-  try {
-    second = secondRun.get();
-  } catch (const std::exception &) {
+  const char *reason = capKept(ptxasUse(first.log), ptxasUse(second.log),
+                               threads, loopLoads);
+  if (!reason)
     return first;
-  }
-  PtxasUse a = ptxasUse(first.log), b = ptxasUse(second.log);
-  bool fewerSpills = a.spillBytes >= kSpillRetryBytes && b.spillBytes < a.spillBytes;
-  bool sameOccupancy = b.spillBytes <= a.spillBytes &&
-                       programsPerSM(threads, b.registers) >=
-                           programsPerSM(threads, a.registers);
-  if (!fewerSpills && !sameOccupancy)
-    return first;
-  stats.add(fewerSpills ? "ptxas.register-cap-raised"
-                        : "ptxas.register-cap-same-occupancy");
+  stats.add(reason);
   ptx = std::move(capped);
   return second;
 }

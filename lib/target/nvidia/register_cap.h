@@ -22,11 +22,6 @@ PtxasUse ptxasUse(const std::string &log);
 /// threads, a multiple of 8, at most 255.
 int registerCap(int threads);
 
-/// Programs of `threads` threads using `registers` registers a thread that
-/// one SM's register file holds (64K, 8 a thread at a time), at most 32 and
-/// at most 2048 threads.
-int programsPerSM(int threads, int64_t registers);
-
 /// Whether `f` loads from global memory (tt.load, or a cp.async copy) inside
 /// an scf.for or scf.while.
 bool loadsInALoop(Function &f);
