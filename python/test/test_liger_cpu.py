@@ -42,3 +42,29 @@ def test_liger_ops_on_cpu_executor():
     assert len(recs) == 2 * len(names) and len(names) >= 30, sorted(names)
     bad = [f"{r['op']}/{r['dtype']}: {r['error']}" for r in recs if not r["ok"]]
     assert not bad, "\n".join(bad)
+
+
+def test_rounds_keep_each_cases_best_and_any_failure():
+    """bench_liger --rounds: per case, the smallest ms and GPU ms of the rounds that timed it,
+    and a case that failed in any round stays failed, with that round's error."""
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("bench_liger_rounds", _BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    k1, k2, k3 = ("dyt", "fp32"), ("dyt", "bf16"), ("tvd", "fp32")
+    rounds = [
+        {k1: {"ok": True, "ms": 0.86, "gpu_ms": 0.21, "error": None},
+         k2: {"ok": True, "ms": 0.50, "gpu_ms": None, "error": None},
+         k3: {"ok": True, "ms": 0.80, "gpu_ms": 0.30, "error": None}},
+        {k1: {"ok": True, "ms": 0.45, "gpu_ms": 0.22, "error": None},
+         k2: {"ok": True, "ms": 0.60, "gpu_ms": 0.17, "error": None},
+         k3: {"ok": False, "ms": None, "gpu_ms": None, "error": "RuntimeError: boom"}},
+    ]
+    best = bench.best_of(rounds)
+    assert (best[k1]["ms"], best[k1]["gpu_ms"], best[k1]["ok"]) == (0.45, 0.21, True)
+    assert (best[k2]["ms"], best[k2]["gpu_ms"]) == (0.50, 0.17)
+    assert best[k3]["ok"] is False and best[k3]["error"] == "RuntimeError: boom"
+    assert best[k3]["ms"] == 0.80 and best[k1]["rounds"] == 2
+    # The input records are not changed.
+    assert rounds[0][k1]["ms"] == 0.86
