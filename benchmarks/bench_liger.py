@@ -47,6 +47,9 @@ both implementations). Most of these steps are short enough that the host's time
 torch's own ops, launches) shows in that figure and moves between processes, so each case also
 reports its GPU time: the summed durations of the step's kernels and copies (torch.profiler).
 --rounds N runs the two children N times, alternating, and keeps each case's best of the rounds.
+--kernels RATIO then lists, for each case whose GPU time is above RATIO times Triton's, every
+kernel of its step under both compilers (the profiler's per-kernel time), so that a slow case
+names its slow kernel.
 
 Not covered: ops with no Triton kernel of their own (LigerTiledMLPFunction,
 LigerFusedLinearScaledCrossEntropy*: torch / CUTLASS), ops that need a process group
@@ -757,7 +760,8 @@ def check(cs, dtype_name, device):
 
 
 def bench(cs, device, warmup_ms=25, rep_ms=100):
-    """Median ms of forward + backward (CUDA events, L2 flushed before each)."""
+    """Median ms of forward + backward (CUDA events, L2 flushed before each), and gpu_ms()'s
+    total and per-kernel figures."""
     import torch  # noqa: PLC0415
 
     lin = _fresh(cs.inputs, cs.grad)
@@ -780,18 +784,19 @@ def bench(cs, device, warmup_ms=25, rep_ms=100):
 
     ms = do_bench(step, warmup=warmup_ms, rep=rep_ms, return_mode="median", device="cuda")
     try:
-        gpu = gpu_ms(step)
+        gpu, kernels = gpu_ms(step)
     except Exception as e:  # noqa: BLE001 -- the end-to-end figure stands without it
         print(f"gpu_ms: {type(e).__name__}: {e}", file=sys.stderr)
-        gpu = None
-    return ms, gpu
+        gpu, kernels = None, {}
+    return ms, gpu, kernels
 
 
 def gpu_ms(step, steps=10):
     """The GPU's own time for one step in ms: the summed durations of every kernel and copy
-    the step launched (torch.profiler, the mean over `steps` steps). The end-to-end figure
-    above also holds the host's time wherever the GPU waits for it; this one is what the
-    compiled kernels (and torch's own) cost, without the host."""
+    the step launched (torch.profiler, the mean over `steps` steps), and the same per kernel
+    ({name: us per step}). The end-to-end figure above also holds the host's time wherever the
+    GPU waits for it; this one is what the compiled kernels (and torch's own) cost, without the
+    host."""
     import torch  # noqa: PLC0415
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
 
@@ -802,13 +807,16 @@ def gpu_ms(step, steps=10):
             step()
             torch.cuda.synchronize()
     # As tools/profile_inductor.py: every event's own device time, kernels and copies.
-    total_us = 0.0
+    per_event = {}
     for e in prof.key_averages():
         dev = getattr(e, "self_device_time_total", None)
-        total_us += (e.self_cuda_time_total if dev is None else dev) or 0.0
+        us = (e.self_cuda_time_total if dev is None else dev) or 0.0
+        if us > 0:
+            per_event[e.key] = per_event.get(e.key, 0.0) + us / steps
+    total_us = sum(per_event.values())
     if total_us <= 0:
-        return None
-    return total_us / steps / 1e3
+        return None, {}
+    return total_us / 1e3, {k: round(v, 2) for k, v in per_event.items()}
 
 
 def _cpu_shims():
@@ -890,8 +898,8 @@ def run_child(args):
                 ok, err, msg = check(cs, str(dtypes[dname]).replace("torch.", ""), args.device)
                 rec.update(ok=ok, max_err=err if math.isfinite(err) else None, error=msg)
                 if args.device == "cuda" and not args.no_time:
-                    rec["ms"], rec["gpu_ms"] = bench(cs, args.device,
-                                                     *((5, 20) if args.quick else (25, 100)))
+                    rec["ms"], rec["gpu_ms"], rec["gpu_kernels"] = bench(
+                        cs, args.device, *((5, 20) if args.quick else (25, 100)))
             except Exception as e:  # noqa: BLE001
                 first = (str(e).strip().splitlines() or [""])[0]
                 rec["error"] = f"{type(e).__name__}: {first}"
@@ -986,8 +994,8 @@ def run_impl(impl, args):
 
 def best_of(runs):
     """One record per case from several rounds of one implementation: the smallest `ms` and
-    `gpu_ms` of the rounds that timed it; ok only when every round was (a round that failed
-    keeps its record, with its error)."""
+    `gpu_ms` of the rounds that timed it, and each kernel's smallest time; ok only when every
+    round was (a round that failed keeps its record, with its error)."""
     out = {}
     for key in dict.fromkeys(k for r in runs for k in r):
         recs = [r[key] for r in runs if key in r]
@@ -996,6 +1004,11 @@ def best_of(runs):
         for field in ("ms", "gpu_ms"):
             values = [x[field] for x in recs if x.get(field) is not None]
             best[field] = min(values) if values else None
+        kernels = {}
+        for x in recs:
+            for name, us in (x.get("gpu_kernels") or {}).items():
+                kernels[name] = min(us, kernels.get(name, us))
+        best["gpu_kernels"] = kernels
         best["rounds"] = len(recs)
         out[key] = best
     return out
@@ -1013,6 +1026,8 @@ def summarize(tr, tm):
         rows.append({"op": k[0], "dtype": k[1], "shape": a.get("shape") or b.get("shape"),
                      "tritium_ms": ms_a, "triton_ms": ms_b, "ratio": ratio, "ok": ok,
                      "tritium_gpu_ms": a.get("gpu_ms"), "triton_gpu_ms": b.get("gpu_ms"),
+                     "tritium_kernels": a.get("gpu_kernels") or {},
+                     "triton_kernels": b.get("gpu_kernels") or {},
                      "gpu_ratio": (a["gpu_ms"] / b["gpu_ms"] if a.get("gpu_ms")
                                    and b.get("gpu_ms") else None),
                      "triton_ok": b.get("ok"), "max_err": a.get("max_err"),
@@ -1034,6 +1049,35 @@ def summarize(tr, tm):
               "at_most_1x": sum(1 for r in ratios if r <= 1.0), "timed": len(ratios),
               "geomean_ratio": geo}
     return rows, counts
+
+
+def kernel_rows(row):
+    """The kernels of one case's step, both implementations side by side: (name, tritium us,
+    Triton us, ratio), Liger's own kernels (the same names under both compilers) first, then
+    torch's; slowest first within each. A kernel one side did not launch has None there."""
+    a, b = row.get("tritium_kernels") or {}, row.get("triton_kernels") or {}
+    out = []
+    for name in dict.fromkeys(list(a) + list(b)):
+        ta, tb = a.get(name), b.get(name)
+        out.append((name, ta, tb, ta / tb if ta and tb else None))
+    liger = [r for r in out if r[0].startswith("_")]
+    rest = [r for r in out if not r[0].startswith("_")]
+    key = lambda r: -max(r[1] or 0, r[2] or 0)  # noqa: E731
+    return sorted(liger, key=key) + sorted(rest, key=key)
+
+
+def print_kernels(rows, threshold):
+    """Per-kernel GPU times of the cases whose GPU ratio exceeds `threshold`."""
+    f = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+    picked = [r for r in rows if r.get("gpu_ratio") and r["gpu_ratio"] > threshold]
+    if not picked:
+        return
+    print(f"\nkernels of the cases above {threshold:.2f}x Triton's GPU time (us per step):")
+    print(f"  {'kernel':60s} {'tritium':>9s} {'Triton':>9s} {'ratio':>6s}")
+    for r in picked:
+        print(f"{r['op']} {r['dtype']} ({f(r['gpu_ratio'], 2)}x)")
+        for name, ta, tb, ratio in kernel_rows(r):
+            print(f"  {name[:60]:60s} {f(ta):>9s} {f(tb):>9s} {f(ratio, 2):>6s}")
 
 
 def print_table(rows, counts, device):
@@ -1076,6 +1120,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="run both children this many times, alternating, and keep each "
                          "case's best time (and GPU time) of the rounds")
+    ap.add_argument("--kernels", type=float, default=None, metavar="RATIO",
+                    help="after the table, each kernel's GPU time under both compilers for the "
+                         "cases whose GPU time exceeds RATIO times Triton's (e.g. 1.02)")
     ap.add_argument("--ptx-check", default=None, metavar="TARGET",
                     help="with --device cpu: also compile every launched kernel for TARGET "
                     "(e.g. sm_90a) and report the ones that fail")
@@ -1108,6 +1155,8 @@ def main():
     res = {impl: best_of([r[impl] for r in rounds]) for impl in impls}
     rows, counts = summarize(res.get("triton", {}), res["tritium"])
     print_table(rows, counts, args.device)
+    if args.kernels is not None:
+        print_kernels(rows, args.kernels)
     if args.out:
         import torch  # noqa: PLC0415
 

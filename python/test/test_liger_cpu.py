@@ -68,3 +68,28 @@ def test_rounds_keep_each_cases_best_and_any_failure():
     assert best[k3]["ms"] == 0.80 and best[k1]["rounds"] == 2
     # The input records are not changed.
     assert rounds[0][k1]["ms"] == 0.86
+
+
+def test_kernels_side_by_side():
+    """bench_liger --kernels: each round's per-kernel times reduce to their minimum, and a slow
+    case lists Liger's kernels (same names under both compilers) first, slowest first, then
+    torch's, with a kernel only one side launched shown with a gap."""
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("bench_liger_kernels", _BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    key = ("poly_norm", "fp32")
+    tm = bench.best_of([
+        {key: {"ok": True, "ms": 0.33, "gpu_ms": 0.26, "error": None,
+               "gpu_kernels": {"_fwd": 70.0, "_bwd": 190.0, "Memset (Device)": 1.0}}},
+        {key: {"ok": True, "ms": 0.34, "gpu_ms": 0.255, "error": None,
+               "gpu_kernels": {"_fwd": 66.0, "_bwd": 191.0, "Memset (Device)": 1.0}}}])
+    assert tm[key]["gpu_kernels"] == {"_fwd": 66.0, "_bwd": 190.0, "Memset (Device)": 1.0}
+    tr = {key: {"ok": True, "ms": 0.5, "gpu_ms": 0.246, "error": None,
+                "gpu_kernels": {"_fwd": 60.0, "_bwd": 185.0, "void at::reduce_kernel": 2.0}}}
+    rows, _ = bench.summarize(tr, tm)
+    got = bench.kernel_rows(rows[0])
+    assert [g[0] for g in got] == ["_bwd", "_fwd", "void at::reduce_kernel", "Memset (Device)"]
+    assert got[1][1:3] == (66.0, 60.0) and abs(got[1][3] - 1.1) < 1e-9
+    assert got[2][1] is None and got[3][2] is None and got[3][3] is None
