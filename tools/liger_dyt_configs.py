@@ -7,7 +7,12 @@ that pick. Run once per implementation, from the repository root, on the GPU mac
     PYTHONPATH=python python3 tools/liger_dyt_configs.py triton > triton.jsonl
 
 4096x4096 inputs, HAVE_BETA; the median of 200 single launches timed with CUDA events, no L2 flush
-(benchmarks/RESULTS.md, eleventh session, has a run)."""
+(benchmarks/RESULTS.md, eleventh session, has a run). Without the flush a 4096x4096 bf16 input
+(32 MB) stays in the H200's L2, which hides load-latency differences: `--tuned` instead runs each
+side's own autotuner (L2 flushed, as the op runs it) and prints its five fastest configs with
+their medians (twelfth session's run: level in fp32, tritium 1.3-1.5x in bf16):
+
+    PYTHONPATH=python python3 tools/liger_dyt_configs.py tritium --tuned"""
 import json
 import os
 import sys
@@ -40,7 +45,29 @@ def bench_us(fn, n=200):
     return times[len(times) // 2] * 1000
 
 
-def main(impl):
+def tuned(dyt, torch, impl):
+    """Each dyt kernel tuned by its own autotuner; one JSON line per (kernel, dtype): the pick
+    and the five fastest configs' median us."""
+    for dt in (torch.float32, torch.bfloat16):
+        torch.manual_seed(0)
+        x = torch.randn(M, N, device="cuda", dtype=dt)
+        dy = torch.randn_like(x)
+        alpha = torch.tensor([0.5], device="cuda", dtype=dt)
+        gamma = torch.rand(N, device="cuda", dtype=dt) + 0.5
+        beta = torch.randn(N, device="cuda", dtype=dt)
+        dyt.liger_dyt_fwd(x, alpha, gamma, beta)
+        dyt.liger_dyt_bwd(dy, x, alpha, gamma, beta)
+        torch.cuda.synchronize()
+        for name, kernel in (("fwd", dyt._dyt_fwd_kernel), ("bwd", dyt._dyt_bwd_kernel)):
+            timings = sorted((v[0] if isinstance(v, (list, tuple)) else v, str(c))
+                             for c, v in kernel.configs_timings.items())
+            print(json.dumps({"impl": impl, "k": name, "dt": str(dt)[6:],
+                              "best": str(kernel.best_config),
+                              "top5": [(round(ms * 1000, 1), c) for ms, c in timings[:5]]}),
+                  flush=True)
+
+
+def main(impl, mode=None):
     import bench_liger  # noqa: PLC0415
 
     bench_liger.choose_triton(impl)  # `import triton` is tritium's surface or Triton itself
@@ -53,6 +80,8 @@ def main(impl):
 
     import liger_kernel.ops.dyt as dyt  # noqa: PLC0415
 
+    if mode == "--tuned":
+        return tuned(dyt, torch, impl)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for dt in (torch.float32, torch.bfloat16):
         torch.manual_seed(0)
@@ -84,6 +113,7 @@ def main(impl):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in ("tritium", "triton"):
-        sys.exit("usage: liger_dyt_configs.py tritium|triton")
-    main(sys.argv[1])
+    if len(sys.argv) not in (2, 3) or sys.argv[1] not in ("tritium", "triton") or \
+            sys.argv[2:] not in ([], ["--tuned"]):
+        sys.exit("usage: liger_dyt_configs.py tritium|triton [--tuned]")
+    main(*sys.argv[1:])
