@@ -32,7 +32,10 @@ def _tanh_ptx():
     lines = [ln.strip().rstrip(";") for ln in ck.asm["ptx"].splitlines()]
     start = next(i for i, ln in enumerate(lines) if ln.startswith("ld.global.f32"))
     end = next(i for i, ln in enumerate(lines) if ln.startswith("st.global.f32"))
-    return lines[start], lines[start + 1:end], lines[end]
+    # The load goes above the store's address arithmetic (--hoist-loads), so integer
+    # instructions (into %r / %rd registers) may sit between them: not part of the tanh.
+    body = [ln for ln in lines[start + 1:end] if not re.match(r"\S+\s+%rd?\d", ln)]
+    return lines[start], body, lines[end]
 
 
 def _imm(tok, regs):
