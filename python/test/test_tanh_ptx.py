@@ -69,8 +69,14 @@ def _run(body, x_reg, out_reg, x, ex2_err=0.0, rcp_err=0.0):
             elif op == "min.NaN.f32":
                 r = np.where(np.isnan(src[0]) | np.isnan(src[1]), f32(np.nan),
                              np.minimum(src[0], src[1])).astype(f32)
-            elif op == "ex2.approx.f32":
-                r = (np.exp2(src[0].astype(np.float64)) * (1 + ex2_err)).astype(f32)
+            elif op in ("ex2.approx.f32", "ex2.approx.ftz.f32"):
+                a = src[0]
+                ftz = op.endswith("ftz.f32")
+                if ftz:  # subnormal in and out flush to a zero of the same sign
+                    a = np.where(np.abs(a) < f32(2.0**-126), f32(0) * np.sign(a), a).astype(f32)
+                r = (np.exp2(a.astype(np.float64)) * (1 + ex2_err)).astype(f32)
+                if ftz:
+                    r = np.where(np.abs(r) < f32(2.0**-126), f32(0), r).astype(f32)
             elif op == "rcp.approx.ftz.f32":
                 r = ((1 / src[0].astype(np.float64)) * (1 + rcp_err)).astype(f32)
             elif op == "copysign.f32":  # d = |b| with a's sign
