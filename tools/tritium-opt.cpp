@@ -5,7 +5,7 @@
 //               [--default-pipeline] [--no-verify] [--stats]
 //               [--print-after=<pass|all>] [--no-locations] [-o out]
 //               [--target=sm_90a] [--num-warps=4] [--num-stages=3]
-//               [--bounds-check] [--emit-ptx]
+//               [--bounds-check] [--no-fp-fusion] [--emit-ptx]
 //
 // With no pass it parses, verifies and prints (a round trip). The options
 // (--target, --num-warps, ...) reach every pass; --emit-ptx runs the rest of
@@ -87,6 +87,8 @@ void printHelp(std::ostream &os) {
         "  --num-stages=<n>         pipeline stages (default 3)\n"
         "  --bounds-check           check every global access (debug "
         "builds)\n"
+        "  --no-fp-fusion           Triton's enable_fp_fusion=False: no fma\n"
+        "                           from a * b + c, every add/mul rounds\n"
         "  --emit-ptx               after the passes, compile every kernel "
         "and\n"
         "                           print its PTX instead of the IR\n"
@@ -178,6 +180,8 @@ Options parseArgs(int argc, char **argv) {
       o.emitPtx = true;
     } else if (a == "--bounds-check") {
       o.pipeline.boundsCheck = true;
+    } else if (a == "--no-fp-fusion") {
+      o.pipeline.enableFpFusion = false;
     } else if (auto v = option("--target")) {
       try {
         o.pipeline.target = GPUTarget::parse(*v);

@@ -464,6 +464,10 @@ const PassTable &gpuPasses() {
        "Software-pipeline loops: loads into shared memory become "
        "multi-buffered async copies num_stages-1 iterations ahead",
        pipelineLoops},
+      {"fuse-multiply-add",
+       "a * b + c as one math.fma (f32/f64, the mul used once), where "
+       "enable_fp_fusion allows it",
+       fuseMultiplyAdd},
       {"allocate-shared-memory",
        "Give every shared-memory buffer an offset (allocation.offset) by "
        "liveness; the total (shared) within the target's limit",

@@ -84,6 +84,13 @@ void accelerateMatmul(Module &m, const PipelineOptions &opts,
 /// Counters: gpu.loops-pipelined, gpu.loads-pipelined.
 void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 
+/// --fuse-multiply-add: with enable_fp_fusion (PipelineOptions), an f32/f64
+/// arith.addf or arith.subf with an operand that is a single-use
+/// arith.mulf of the same block becomes one math.fma (subtraction through
+/// arith.negf), as LLVM contracts Triton's. See fuse_multiply_add.cpp.
+/// Counter: gpu.fma-fused.
+void fuseMultiplyAdd(Module &m, const PipelineOptions &opts, PassStats &stats);
+
 /// --propagate-layouts: a conversion out of an mma accumulator layout is
 /// replaced, when that removes conversion work, by giving its result's
 /// forward web (elementwise ops, reductions, expand_dims, broadcasts,

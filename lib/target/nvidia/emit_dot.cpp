@@ -371,6 +371,7 @@ bool ownsFreshRegisters(Operation &op, unsigned i) {
   case OpCode::AddF:
   case OpCode::SubF:
   case OpCode::DivF:
+  case OpCode::Fma:
     break;
   default:
     return false;

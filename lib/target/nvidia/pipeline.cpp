@@ -145,6 +145,7 @@ void compileKernel(const Module &m, const std::string &kernel,
                   "propagate-layouts",         // softmax after a dot: mma too
                   "remove-layout-conversions", // e.g. the zero accumulator
                   "pipeline", // loads into shared memory: num_stages ahead
+                  "fuse-multiply-add", // a * b + c: one fma (fp fusion)
               },
               r.stats, opts, gpu::gpuPasses());
   } else {
