@@ -6,9 +6,12 @@
 // op, which for +, -, *, / and sqrt gives the correctly rounded result (fp32
 // has more than twice their precision). fp32/fp64 add/sub/mul carry no
 // rounding modifier, so ptxas may fuse them into fma as Triton lets LLVM do
-// (GPUOptions::enableFpFusion = false adds `.rn`, which forbids it). Math
-// follows Triton's choices: ex2.approx.ftz / lg2.approx based exp and log, sqrt.rn,
-// rsqrt.approx, div.rn, sin/cos.approx; erf and tanh from short formulas. fp64
+// (GPUOptions::enableFpFusion = false adds `.rn`, which forbids it). fp32
+// math: exp on ex2.approx.ftz and rsqrt.approx.ftz as Triton 3.6's PTX has
+// them; log/log2 on lg2.approx and sin/cos.approx, where Triton 3.6 calls
+// libdevice's accurate routines; sqrt as sqrt.rn, where Triton's tl.sqrt is
+// sqrt.approx.ftz (its sqrt_rn is sqrt.rn); `/` as div.full; erf and tanh
+// from short formulas. fp64
 // exp, exp2, log, log2, sin and cos are fp64 sequences (below 0.7 ulp, as
 // Triton's fp64 math is full precision); fp64 erf and tanh still run in fp32.
 // fmod (RemF) is exact, as C's.
@@ -470,7 +473,10 @@ std::string mathF32(Emitter &e, const Operation &op, OpCode c,
   case OpCode::Sqrt:
     return unaryF32(e, "sqrt.rn.f32", a);
   case OpCode::Rsqrt:
-    return unaryF32(e, "rsqrt.approx.f32", a);
+    // .ftz, as Triton's (libdevice's __nv_rsqrtf): a subnormal input gives
+    // inf; without it ptxas scales every input into range first (a compare
+    // and two multiplies).
+    return unaryF32(e, "rsqrt.approx.ftz.f32", a);
   case OpCode::Sin:
     return unaryF32(e, "sin.approx.f32", a);
   case OpCode::Cos:
