@@ -550,6 +550,10 @@ Value *Builder::math(const std::string &op, Operand xo) {
     Value *e = mk(*this, OpCode::Exp, {minus(*this, x)}, x->type());
     Value *den = binary("add", Operand::ofInt(1), e);
     r = binary("truediv", Operand::ofInt(1), den);
+  } else if (op == "sqrt_rn") {
+    // tl.sqrt may be approximate on GPUs (sqrt.approx.ftz, as in Triton);
+    // tl.sqrt_rn asks for the correctly rounded root.
+    r = mk(*this, OpCode::Sqrt, {x}, x->type(), {{"rounding", std::string("rn")}});
   } else {
     r = mk(*this, codes.at(op), {x}, x->type());
   }

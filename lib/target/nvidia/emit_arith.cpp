@@ -9,9 +9,9 @@
 // (GPUOptions::enableFpFusion = false adds `.rn`, which forbids it). fp32
 // math: exp on ex2.approx.ftz and rsqrt.approx.ftz as Triton 3.6's PTX has
 // them; log/log2 on lg2.approx and sin/cos.approx, where Triton 3.6 calls
-// libdevice's accurate routines; sqrt as sqrt.rn, where Triton's tl.sqrt is
-// sqrt.approx.ftz (its sqrt_rn is sqrt.rn); `/` as div.full; erf and tanh
-// from short formulas. fp64
+// libdevice's accurate routines; sqrt as Triton's (sqrt.approx.ftz, and
+// sqrt.rn for sqrt_rn); `/` as div.full; erf and tanh from short formulas.
+// fp64
 // exp, exp2, log, log2, sin and cos are fp64 sequences (below 0.7 ulp, as
 // Triton's fp64 math is full precision); fp64 erf and tanh still run in fp32.
 // fmod (RemF) is exact, as C's.
@@ -471,7 +471,13 @@ std::string mathF32(Emitter &e, const Operation &op, OpCode c,
   case OpCode::Log2:
     return unaryF32(e, "lg2.approx.f32", a);
   case OpCode::Sqrt:
-    return unaryF32(e, "sqrt.rn.f32", a);
+    // tl.sqrt is Triton's fast root (sqrt.approx.ftz, as libdevice's
+    // __nv_sqrtf is in Triton's PTX too): one MUFU.RSQ and a multiply
+    // against sqrt.rn's refinement and slow-path branch. tl.sqrt_rn
+    // ({rounding = "rn"}) keeps the correctly rounded root.
+    if (op.hasAttr("rounding") && op.strAttr("rounding") == "rn")
+      return unaryF32(e, "sqrt.rn.f32", a);
+    return unaryF32(e, "sqrt.approx.ftz.f32", a);
   case OpCode::Rsqrt:
     // .ftz, as Triton's (libdevice's __nv_rsqrtf): a subnormal input gives
     // inf; without it ptxas scales every input into range first (a compare
@@ -952,6 +958,11 @@ std::string mathElement(Emitter &e, const Operation &op, DType t,
             (fp8 ? ", 0x007F" : ", 0x7FFF"));
       return d;
     }
+    // A 16- or 8-bit root rounds once from sqrt.rn's fp32 result, which
+    // makes it correctly rounded (the builder widens tl.sqrt's operand to
+    // fp32 first, as Triton does; this is IR written with an f16 sqrt).
+    if (c == OpCode::Sqrt)
+      return fromF32(e, op, t, unaryF32(e, "sqrt.rn.f32", toF32(e, op, t, a)));
     return fromF32(e, op, t, mathF32(e, op, c, toF32(e, op, t, a)));
   }
   // fp64: native where PTX has it, else through fp32.
