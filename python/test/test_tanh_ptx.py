@@ -32,8 +32,8 @@ def _tanh_ptx():
     lines = [ln.strip().rstrip(";") for ln in ck.asm["ptx"].splitlines()]
     start = next(i for i, ln in enumerate(lines) if ln.startswith("ld.global.f32"))
     end = next(i for i, ln in enumerate(lines) if ln.startswith("st.global.f32"))
-    # The load goes above the store's address arithmetic (--hoist-loads), so integer
-    # instructions (into %r / %rd registers) may sit between them: not part of the tanh.
+    # The store's address arithmetic (integer instructions into %r / %rd registers) may be
+    # emitted between the load and the store: it is not part of the tanh.
     body = [ln for ln in lines[start + 1:end] if not re.match(r"\S+\s+%rd?\d", ln)]
     return lines[start], body, lines[end]
 
@@ -66,9 +66,6 @@ def _run(body, x_reg, out_reg, x, ex2_err=0.0, rcp_err=0.0):
                 r = -src[0]
             elif op == "fma.rn.f32":  # exact product (24 + 24 bits), one rounding of the sum
                 r = (src[0].astype(np.float64) * src[1] + np.float64(src[2])).astype(f32)
-            elif op == "min.NaN.f32":
-                r = np.where(np.isnan(src[0]) | np.isnan(src[1]), f32(np.nan),
-                             np.minimum(src[0], src[1])).astype(f32)
             elif op in ("ex2.approx.f32", "ex2.approx.ftz.f32"):
                 a = src[0]
                 ftz = op.endswith("ftz.f32")

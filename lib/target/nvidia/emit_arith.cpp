@@ -11,9 +11,9 @@
 // them; log/log2 on lg2.approx and sin/cos.approx, where Triton 3.6 calls
 // libdevice's accurate routines; sqrt as Triton's (sqrt.approx.ftz, and
 // sqrt.rn for sqrt_rn); `/` as div.full; erf and tanh from short formulas.
-// fp64
-// exp, exp2, log, log2, sin and cos are fp64 sequences (below 0.7 ulp, as
-// Triton's fp64 math is full precision); fp64 erf and tanh still run in fp32.
+// fp64 exp, exp2, log, log2, sin and cos are fp64 sequences (below 0.7 ulp,
+// as Triton's fp64 math is full precision); fp64 erf and tanh still run in
+// fp32.
 // fmod (RemF) is exact, as C's.
 #include "emitter.h"
 #include "tritium/support/divide.h"
