@@ -185,7 +185,7 @@ void compileKernel(const Module &m, const std::string &kernel,
     steps.begin("ptxas");
     runtime::PtxasResult a = nvidia::assembleWithRegisterCap(
         ck.ptx, r.target, opts.numWarps * gpu::kThreadsPerWarp,
-        nvidia::loadsInALoop(f), r.stats);
+        nvidia::loadsInALoop(f), ck.sharedBytes, r.stats);
     r.cubin = std::move(a.cubin);
     r.ptxasLog = std::move(a.log);
     r.assembled = true;

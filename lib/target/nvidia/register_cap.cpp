@@ -40,6 +40,17 @@ namespace {
 /// costs less than the occupancy a higher register count would give up.
 constexpr int64_t kSpillRetryBytes = 128;
 
+/// How far below ptxas's own count the occupancy step may cap (registers a
+/// thread): one allocation unit. Deeper cuts trade the kernel's schedule for
+/// occupancy without a measurement that says it pays.
+constexpr int64_t kOccupancyStepCut = 8;
+
+/// Shared memory an SM of sm_80/sm_90 offers programs (bytes; the H100/H200
+/// figure, which is also the most a sm_80 SM has): 228 KB, 1 KB of which
+/// each program's runtime reserves.
+constexpr int64_t kSharedPerSM = 228 * 1024;
+constexpr int64_t kSharedReservedPerProgram = 1024;
+
 int64_t logNumber(const std::string &log, const std::regex &re) {
   std::smatch m;
   int64_t best = 0;
@@ -76,8 +87,6 @@ bool loadsInALoop(Function &f) {
   return found;
 }
 
-namespace {
-
 /// Programs of `threads` threads using `registers` registers a thread that
 /// one SM's register file holds (64K, 8 a thread at a time), at most 32 and
 /// at most 2048 threads.
@@ -88,6 +97,34 @@ int programsPerSM(int threads, int64_t registers) {
   int64_t byRegisters = 65536 / perWarp / warps;
   return (int)std::min<int64_t>({byRegisters, 2048 / (warps * 32), 32});
 }
+
+/// Programs per SM by shared memory (unbounded, 32, without any).
+static int programsBySharedMemory(int64_t sharedBytes) {
+  if (sharedBytes <= 0)
+    return 32;
+  return (int)std::min<int64_t>(
+      32, kSharedPerSM / (sharedBytes + kSharedReservedPerProgram));
+}
+
+/// The registers a thread at which one more program than at `registers`
+/// fits per SM, where that is at most kOccupancyStepCut below `registers`
+/// and shared memory and the thread limit allow the extra program; else 0.
+int64_t occupancyStepCap(int threads, int64_t registers, int64_t sharedBytes) {
+  if (registers <= 0)
+    return 0;
+  int warps = std::max(1, (threads + 31) / 32);
+  int now = programsPerSM(threads, registers);
+  int next = now + 1;
+  if (next > 2048 / (warps * 32) || next > 32 ||
+      next > programsBySharedMemory(sharedBytes))
+    return 0;
+  int64_t cap = 65536 / ((int64_t)next * warps * 32) / 8 * 8;
+  if (cap < 8 || cap >= registers || registers - cap > kOccupancyStepCut)
+    return 0;
+  return cap;
+}
+
+namespace {
 
 /// Which reason keeps the capped assembly `b` over the first, `a` (the
 /// stats counter to add), or null to keep `a`: fewer spills where `a`
@@ -115,9 +152,43 @@ std::string withCap(const std::string &ptx, int cap) {
 
 } // namespace
 
+namespace {
+
+/// The first rules' result (`kept`, whose PTX is `ptx`), or where its
+/// register count sits just above an occupancy step, an assembly capped at
+/// the step when that spills no more (counting ptxas.register-cap-occupancy).
+runtime::PtxasResult withOccupancyStep(runtime::PtxasResult kept,
+                                       std::string &ptx,
+                                       const std::string &arch, int threads,
+                                       int64_t sharedBytes, PassStats &stats) {
+  if (ptx.find("\n.maxnreg ") != std::string::npos)
+    return kept;
+  PtxasUse use = ptxasUse(kept.log);
+  int64_t cap = occupancyStepCap(threads, use.registers, sharedBytes);
+  std::string capped = cap ? withCap(ptx, (int)cap) : "";
+  if (capped.empty())
+    return kept;
+  runtime::PtxasResult stepped;
+  try {
+    stepped = runtime::runPtxas(capped, arch);
+  } catch (const std::exception &) {
+    return kept;
+  }
+  PtxasUse su = ptxasUse(stepped.log);
+  if (su.spillBytes > use.spillBytes ||
+      programsPerSM(threads, su.registers) <= programsPerSM(threads, use.registers))
+    return kept;
+  stats.add("ptxas.register-cap-occupancy");
+  ptx = std::move(capped);
+  return stepped;
+}
+
+} // namespace
+
 runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
                                              const std::string &arch,
                                              int threads, bool loopLoads,
+                                             int64_t sharedBytes,
                                              PassStats &stats) {
   int cap = registerCap(threads);
   std::string capped = withCap(ptx, cap);
@@ -129,7 +200,8 @@ runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
     first = runtime::runPtxas(ptx, arch);
     PtxasUse use = ptxasUse(first.log);
     if (use.spillBytes < kSpillRetryBytes || use.registers >= cap)
-      return first;
+      return withOccupancyStep(std::move(first), ptx, arch, threads,
+                               sharedBytes, stats);
     second = runtime::runPtxas(capped, arch);
   } else {
     // Both at once: the second costs no wall time where there is a core free.
@@ -143,13 +215,15 @@ runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
     try {
       second = secondRun.get();
     } catch (const std::exception &) {
-      return first;
+      return withOccupancyStep(std::move(first), ptx, arch, threads,
+                               sharedBytes, stats);
     }
   }
   const char *reason = capKept(ptxasUse(first.log), ptxasUse(second.log),
                                threads, loopLoads);
   if (!reason)
-    return first;
+    return withOccupancyStep(std::move(first), ptx, arch, threads,
+                             sharedBytes, stats);
   stats.add(reason);
   ptx = std::move(capped);
   return second;

@@ -32,10 +32,23 @@ bool loadsInALoop(Function &f);
 /// Keeps the capped one (rewriting `ptx`) when the first spills heavily and
 /// it spills less (counting ptxas.register-cap-raised), or, with
 /// `loopLoads`, when it spills no more and leaves as many programs per SM
-/// (ptxas.register-cap-same-occupancy).
+/// (ptxas.register-cap-same-occupancy). Where the result kept so far has
+/// no cap and its register count sits at most 8 above a count at which one
+/// more program fits per SM (by registers, threads and `sharedBytes`), it
+/// is assembled again capped at that count and the new one kept when it
+/// spills no more (ptxas.register-cap-occupancy).
 runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
                                              const std::string &arch,
                                              int threads, bool loopLoads,
+                                             int64_t sharedBytes,
                                              PassStats &stats);
+
+/// Programs of `threads` threads at `registers` registers a thread that one
+/// SM's register file holds (64K, allocated 8 a thread at a time), at most
+/// 32 and at most 2048 threads.
+int programsPerSM(int threads, int64_t registers);
+
+/// The occupancy step's cap for ptxas's choice of `registers` (0: none).
+int64_t occupancyStepCap(int threads, int64_t registers, int64_t sharedBytes);
 
 } // namespace tritium::nvidia

@@ -1,0 +1,44 @@
+// The occupancy arithmetic of register_cap.cpp: how many programs an SM
+// holds at a register count, and the cap the occupancy step tries (a count
+// at most 8 registers below ptxas's choice at which one more program fits).
+#include "../../../lib/target/nvidia/register_cap.h"
+
+#include <gtest/gtest.h>
+
+using namespace tritium::nvidia;
+
+TEST(RegisterCap, ProgramsPerSMCountsRegistersEightAtATime) {
+  // 512 threads: 64 registers fill half the 64K file, 65-72 take 72 a thread.
+  EXPECT_EQ(programsPerSM(512, 64), 2);
+  EXPECT_EQ(programsPerSM(512, 66), 1);
+  EXPECT_EQ(programsPerSM(512, 72), 1);
+  // 128 threads: at most 2048 threads, so 16 programs however few registers.
+  EXPECT_EQ(programsPerSM(128, 16), 16);
+  EXPECT_EQ(programsPerSM(128, 32), 16);
+  EXPECT_EQ(programsPerSM(128, 40), 12);
+  EXPECT_EQ(programsPerSM(128, 255), 2);
+}
+
+TEST(RegisterCap, OccupancyStepCapsJustAboveAStep) {
+  // GEGLU's backward at 16 warps: 66 registers, one program; 64 holds two.
+  EXPECT_EQ(occupancyStepCap(512, 66, 0), 64);
+  EXPECT_EQ(occupancyStepCap(512, 72, 0), 64);
+  // 4 warps: 40 registers give 12 programs; a 13th fits at 39, 32 rounded
+  // down to the allocation unit (which gives 16). 48 give 10; 11 fit at 40.
+  EXPECT_EQ(occupancyStepCap(128, 40, 0), 32);
+  EXPECT_EQ(occupancyStepCap(128, 48, 0), 40);
+}
+
+TEST(RegisterCap, NoStepWhereTheCutIsDeepOrNothingIsGained) {
+  // 73 registers at 512 threads: the step to 2 programs is 9 below.
+  EXPECT_EQ(occupancyStepCap(512, 73, 0), 0);
+  EXPECT_EQ(occupancyStepCap(512, 54, 0), 0);  // 2 programs; 3 need 40
+  // Full occupancy by threads already: nothing to gain.
+  EXPECT_EQ(occupancyStepCap(128, 32, 0), 0);
+  EXPECT_EQ(occupancyStepCap(1024, 32, 0), 0);
+  // Shared memory holds one program only: no step however close.
+  EXPECT_EQ(occupancyStepCap(512, 66, 150 * 1024), 0);
+  // ... but a second program's worth of it lets the step stand.
+  EXPECT_EQ(occupancyStepCap(512, 66, 100 * 1024), 64);
+  EXPECT_EQ(occupancyStepCap(512, 0, 0), 0);
+}
