@@ -7,8 +7,8 @@ registers and 6 KB of spill stores a thread to 255 and 0.3 KB; Liger's _mask_bwd
 shape from 70 to 21 us (Triton: 18). A kernel that loads inside a loop is assembled with the cap
 beside the first, and keeps it when it spills no more and leaves as many programs per SM as
 ptxas's own choice: ptxas then issues the loop's loads together more often (Liger's tvd: 1.07x ->
-1.00x Triton's time). And a kernel whose register count sits at most 8 above a count at which one
-more program fits per SM is assembled at that count too, kept where it spills no more (Liger's
+1.00x Triton's time). And a kernel at one or two programs per SM whose register count sits at
+most 8 above a count at which one more program fits is assembled at that count too, kept where it spills no more (Liger's
 GEGLU backward: 66 -> 64 registers, 1 -> 2 programs, 1.09x -> 0.96x Triton's time, the fourteenth
 session). Needs ptxas, no GPU."""
 
@@ -111,9 +111,11 @@ def _programs_per_sm(threads, regs):
 
 
 def _step_cap(threads, regs, shared=0):
-    # What register_cap.cpp's occupancyStepCap computes: the count (a multiple of 8, at most 8
-    # below `regs`) at which one more program fits per SM, or 0.
+    # What register_cap.cpp's occupancyStepCap computes: where one or two programs fit per SM,
+    # the count (a multiple of 8, at most 8 below `regs`) at which one more fits, or 0.
     warps = threads // 32
+    if _programs_per_sm(threads, regs) > 2:
+        return 0
     nxt = _programs_per_sm(threads, regs) + 1
     by_shared = 32 if shared <= 0 else min(32, 228 * 1024 // (shared + 1024))
     if nxt > 2048 // threads or nxt > 32 or nxt > by_shared:

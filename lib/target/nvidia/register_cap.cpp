@@ -45,6 +45,14 @@ constexpr int64_t kSpillRetryBytes = 128;
 /// occupancy without a measurement that says it pays.
 constexpr int64_t kOccupancyStepCut = 8;
 
+/// The occupancy step only where an SM holds at most this many programs:
+/// there one more is half as many again or more, and a program's memory
+/// waits have few others to hide behind. Below 32 registers a thread every
+/// count above 32 is within a unit of a step at 4 warps, so without this
+/// bound most kernels with more than 32 registers (Inductor's reductions
+/// among them) would pay a second ptxas run for a few percent of occupancy.
+constexpr int kOccupancyStepMaxPrograms = 2;
+
 /// Shared memory an SM of sm_80/sm_90 offers programs (bytes; the H100/H200
 /// figure, which is also the most a sm_80 SM has): 228 KB, 1 KB of which
 /// each program's runtime reserves.
@@ -107,13 +115,16 @@ static int programsBySharedMemory(int64_t sharedBytes) {
 }
 
 /// The registers a thread at which one more program than at `registers`
-/// fits per SM, where that is at most kOccupancyStepCut below `registers`
-/// and shared memory and the thread limit allow the extra program; else 0.
+/// fits per SM, where at most kOccupancyStepMaxPrograms fit at `registers`,
+/// the count is at most kOccupancyStepCut below it, and shared memory and
+/// the thread limit allow the extra program; else 0.
 int64_t occupancyStepCap(int threads, int64_t registers, int64_t sharedBytes) {
   if (registers <= 0)
     return 0;
   int warps = std::max(1, (threads + 31) / 32);
   int now = programsPerSM(threads, registers);
+  if (now > kOccupancyStepMaxPrograms)
+    return 0;
   int next = now + 1;
   if (next > 2048 / (warps * 32) || next > 32 ||
       next > programsBySharedMemory(sharedBytes))

@@ -33,10 +33,11 @@ bool loadsInALoop(Function &f);
 /// it spills less (counting ptxas.register-cap-raised), or, with
 /// `loopLoads`, when it spills no more and leaves as many programs per SM
 /// (ptxas.register-cap-same-occupancy). Where the result kept so far has
-/// no cap and its register count sits at most 8 above a count at which one
-/// more program fits per SM (by registers, threads and `sharedBytes`), it
-/// is assembled again capped at that count and the new one kept when it
-/// spills no more (ptxas.register-cap-occupancy).
+/// no cap, one or two programs fit per SM at its register count, and that
+/// count sits at most 8 above one at which one more program fits (by
+/// registers, threads and `sharedBytes`), it is assembled again capped at
+/// that count and the new one kept when it spills no more
+/// (ptxas.register-cap-occupancy).
 runtime::PtxasResult assembleWithRegisterCap(std::string &ptx,
                                              const std::string &arch,
                                              int threads, bool loopLoads,
