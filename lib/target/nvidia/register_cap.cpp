@@ -27,7 +27,23 @@
 // and jsd 11-19 %. Kernels without such a loop (most of what Inductor
 // writes) keep one ptxas run: the second one is CPU time that a compile
 // pool running many kernels pays in wall time.
+//
+// The occupancy step: where an SM holds one or two programs at ptxas's own
+// register choice, and that choice lands a few registers above a count at
+// which one more program would fit (by registers, and by shared memory),
+// the PTX is assembled again with `.maxnreg` at that count, and the result
+// kept when it spills nothing more. ptxas does not weigh that step itself:
+// Liger's GEGLU backward (fp32, 16 warps, 11008 columns) gets 66
+// registers, one program per SM, and its 18 loads issued in two rounds with
+// the arithmetic between; at 64 two programs share an SM and each one's
+// memory waits hide behind the other's arithmetic (on the H200: 230 -> 214
+// us, Triton's 213). Only counts within kOccupancyStepCut of a step, at
+// kOccupancyStepMaxPrograms programs or fewer, get the second run, so
+// Inductor's kernels (128-256 threads, mostly under 64 registers: four
+// programs or more) keep their one run.
 #include "register_cap.h"
+
+#include "tritium/transforms/pipeline_options.h"
 
 #include <algorithm>
 #include <future>
@@ -53,10 +69,8 @@ constexpr int64_t kOccupancyStepCut = 8;
 /// among them) would pay a second ptxas run for a few percent of occupancy.
 constexpr int kOccupancyStepMaxPrograms = 2;
 
-/// Shared memory an SM of sm_80/sm_90 offers programs (bytes; the H100/H200
-/// figure, which is also the most a sm_80 SM has): 228 KB, 1 KB of which
-/// each program's runtime reserves.
-constexpr int64_t kSharedPerSM = 228 * 1024;
+/// Shared memory the runtime reserves for each program on an SM, besides
+/// what the program asks for (1 KB on sm_80 and later).
 constexpr int64_t kSharedReservedPerProgram = 1024;
 
 int64_t logNumber(const std::string &log, const std::regex &re) {
@@ -106,19 +120,27 @@ int programsPerSM(int threads, int64_t registers) {
   return (int)std::min<int64_t>({byRegisters, 2048 / (warps * 32), 32});
 }
 
-/// Programs per SM by shared memory (unbounded, 32, without any).
-static int programsBySharedMemory(int64_t sharedBytes) {
+/// Programs per SM by shared memory (unbounded, 32, without any) on an SM
+/// of `sharedPerSM` bytes.
+static int programsBySharedMemory(int64_t sharedBytes, int64_t sharedPerSM) {
   if (sharedBytes <= 0)
     return 32;
   return (int)std::min<int64_t>(
-      32, kSharedPerSM / (sharedBytes + kSharedReservedPerProgram));
+      32, sharedPerSM / (sharedBytes + kSharedReservedPerProgram));
+}
+
+int64_t sharedPerSM(const std::string &arch) {
+  // One program's most (GPUTarget::maxSharedBytes) plus its reserve: 228 KB
+  // on sm_90, 164 KB on sm_80/87, 100 KB on sm_86/89.
+  return GPUTarget::parse(arch).maxSharedBytes() + kSharedReservedPerProgram;
 }
 
 /// The registers a thread at which one more program than at `registers`
 /// fits per SM, where at most kOccupancyStepMaxPrograms fit at `registers`,
 /// the count is at most kOccupancyStepCut below it, and shared memory and
 /// the thread limit allow the extra program; else 0.
-int64_t occupancyStepCap(int threads, int64_t registers, int64_t sharedBytes) {
+int64_t occupancyStepCap(int threads, int64_t registers, int64_t sharedBytes,
+                         int64_t sharedPerSM) {
   if (registers <= 0)
     return 0;
   int warps = std::max(1, (threads + 31) / 32);
@@ -127,7 +149,7 @@ int64_t occupancyStepCap(int threads, int64_t registers, int64_t sharedBytes) {
     return 0;
   int next = now + 1;
   if (next > 2048 / (warps * 32) || next > 32 ||
-      next > programsBySharedMemory(sharedBytes))
+      next > programsBySharedMemory(sharedBytes, sharedPerSM))
     return 0;
   int64_t cap = 65536 / ((int64_t)next * warps * 32) / 8 * 8;
   if (cap < 8 || cap >= registers || registers - cap > kOccupancyStepCut)
@@ -175,7 +197,8 @@ runtime::PtxasResult withOccupancyStep(runtime::PtxasResult kept,
   if (ptx.find("\n.maxnreg ") != std::string::npos)
     return kept;
   PtxasUse use = ptxasUse(kept.log);
-  int64_t cap = occupancyStepCap(threads, use.registers, sharedBytes);
+  int64_t cap = occupancyStepCap(threads, use.registers, sharedBytes,
+                                 sharedPerSM(arch));
   std::string capped = cap ? withCap(ptx, (int)cap) : "";
   if (capped.empty())
     return kept;

@@ -49,3 +49,12 @@ TEST(RegisterCap, NoStepWhereTheCutIsDeepOrNothingIsGained) {
   EXPECT_EQ(occupancyStepCap(512, 66, 100 * 1024), 64);
   EXPECT_EQ(occupancyStepCap(512, 0, 0), 0);
 }
+
+TEST(RegisterCap, SharedMemoryPerSMFollowsTheTarget) {
+  EXPECT_EQ(sharedPerSM("sm_90a"), 228 * 1024);
+  EXPECT_EQ(sharedPerSM("sm_80"), 164 * 1024);
+  EXPECT_EQ(sharedPerSM("sm_89"), 100 * 1024);
+  // 90 KB a program: two fit on an H100's SM, one on an A100's.
+  EXPECT_EQ(occupancyStepCap(512, 66, 90 * 1024, sharedPerSM("sm_90a")), 64);
+  EXPECT_EQ(occupancyStepCap(512, 66, 90 * 1024, sharedPerSM("sm_80")), 0);
+}
