@@ -10,6 +10,14 @@
 // Ops nested in an scf.if of the body stay: only the body's own ops move.
 // Integer division and remainder move only with a constant divisor that
 // cannot trap, since the loop may run zero times.
+//
+// --licm-scalars, in the default pipeline, moves only ops whose results are
+// scalars, as Triton's pipeline hoists a row loop's `3.0 / n_cols` (Liger's
+// PolyNorm backward: three divisions an iteration, each a reciprocal and its
+// range fix-ups in SASS, which ptxas leaves in the loop). A hoisted scalar
+// costs at most a register across the loop; a hoisted tensor costs one a
+// thread per element, which a loop near its register limit cannot afford
+// (ptxas rematerializes what is cheap to recompute), so tensors stay.
 #include "tritium/transforms/fold.h"
 #include "tritium/transforms/passes.h"
 
@@ -44,16 +52,20 @@ bool isSpeculatable(const Operation *op) {
   }
 }
 
-bool canHoist(const Operation *op, const Operation *loop) {
+bool canHoist(const Operation *op, const Operation *loop, bool scalarsOnly) {
   if (!op->hasTrait(PURE) || op->numRegions() != 0 || op->hasTrait(TERM))
     return false;
+  if (scalarsOnly)
+    for (Value *r : op->results())
+      if (r->type()->isTensor())
+        return false;
   for (Value *v : op->operands())
     if (!definedOutside(v, loop))
       return false;
   return isSpeculatable(op);
 }
 
-int64_t hoistFrom(Operation *loop) {
+int64_t hoistFrom(Operation *loop, bool scalarsOnly) {
   Block *outer = loop->parentBlock();
   auto pos = outer->find(loop);
   int64_t hoisted = 0;
@@ -62,7 +74,7 @@ int64_t hoistFrom(Operation *loop) {
       auto &ops = block->ops();
       for (auto it = ops.begin(); it != ops.end();) {
         Operation *op = (it++)->get();
-        if (canHoist(op, loop)) {
+        if (canHoist(op, loop, scalarsOnly)) {
           outer->insert(pos, op->detach());
           ++hoisted;
         }
@@ -71,7 +83,7 @@ int64_t hoistFrom(Operation *loop) {
   return hoisted;
 }
 
-int64_t visitRegion(Region &region) {
+int64_t visitRegion(Region &region, bool scalarsOnly) {
   int64_t hoisted = 0;
   for (auto &block : region.blocks()) {
     // Hoisting inserts into this block; walk a snapshot.
@@ -81,9 +93,9 @@ int64_t visitRegion(Region &region) {
         ops.push_back(op.get());
     for (Operation *op : ops) {
       for (unsigned r = 0; r < op->numRegions(); ++r)
-        hoisted += visitRegion(op->region(r));
+        hoisted += visitRegion(op->region(r), scalarsOnly);
       if (op->code() == OpCode::For || op->code() == OpCode::While)
-        hoisted += hoistFrom(op);
+        hoisted += hoistFrom(op, scalarsOnly);
     }
   }
   return hoisted;
@@ -94,8 +106,15 @@ int64_t visitRegion(Region &region) {
 void licm(Module &m, const PipelineOptions &, PassStats &stats) {
   int64_t hoisted = 0;
   for (auto &f : m.functions())
-    hoisted += visitRegion(f->body());
+    hoisted += visitRegion(f->body(), /*scalarsOnly=*/false);
   stats.add("licm.hoisted", hoisted);
+}
+
+void licmScalars(Module &m, const PipelineOptions &, PassStats &stats) {
+  int64_t hoisted = 0;
+  for (auto &f : m.functions())
+    hoisted += visitRegion(f->body(), /*scalarsOnly=*/true);
+  stats.add("licm-scalars.hoisted", hoisted);
 }
 
 } // namespace tritium

@@ -16,6 +16,9 @@ const PassTable &tilePasses() {
       {"cse", "Eliminate common subexpressions of pure ops", cse},
       {"dce", "Remove unused pure ops, loop-carried values and functions", dce},
       {"licm", "Hoist loop-invariant pure ops out of scf.for/scf.while", licm},
+      {"licm-scalars",
+       "Hoist loop-invariant pure ops with scalar results out of scf.for/scf.while",
+       licmScalars},
       {"widen-offsets",
        "Compute offsets into tensors of 2^31+ elements (tt.int64_offsets) in i64",
        widenOffsets},
@@ -39,6 +42,7 @@ std::vector<std::string> defaultPipeline() {
       "widen-offsets", // 64-bit offsets into tensors of 2^31+ elements
       "narrow-division", // pid.to(int64) // n: a 32-bit division
       "cse",
+      "licm-scalars", // a loop's invariant scalars (e.g. 3.0 / n_cols) once
       "dce",
   };
 }

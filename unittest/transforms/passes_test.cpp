@@ -766,11 +766,11 @@ TEST(PassesManager, RegistryAndDefaultPipeline) {
   std::vector<std::string> expected = {
       "inline",          "check-const-pointers", "canonicalize", "unroll",
       "canonicalize",    "widen-offsets",        "narrow-division", "cse",
-      "dce"};
+      "licm-scalars",    "dce"};
   EXPECT_EQ(defaultPipeline(), expected);
   for (std::string name :
-       {"inline", "canonicalize", "unroll", "cse", "dce", "licm", "widen-offsets",
-        "narrow-division", "check-const-pointers"})
+       {"inline", "canonicalize", "unroll", "cse", "dce", "licm", "licm-scalars",
+        "widen-offsets", "narrow-division", "check-const-pointers"})
     EXPECT_NE(lookupPass(tilePasses(), name), nullptr) << name;
   EXPECT_EQ(lookupPass(tilePasses(), "nope"), nullptr);
   for (const std::string &name : defaultPipeline())

@@ -46,6 +46,9 @@ void unrollLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// `--licm`: hoists pure, speculatable ops whose operands are all defined
 /// outside an scf.for / scf.while out of the loop. Counter: licm.hoisted.
 void licm(Module &m, const PipelineOptions &opts, PassStats &stats);
+/// `--licm-scalars`: licm for ops whose results are all scalars (tensors
+/// stay in the loop). In the default pipeline. Counter: licm-scalars.hoisted.
+void licmScalars(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--widen-offsets`: for pointers derived from an argument marked
 /// `tt.int64_offsets = true` (a tensor of 2^31 elements or more), rebuilds
