@@ -63,10 +63,10 @@ constexpr int64_t kOccupancyStepCut = 8;
 
 /// The occupancy step only where an SM holds at most this many programs:
 /// there one more is half as many again or more, and a program's memory
-/// waits have few others to hide behind. Below 32 registers a thread every
-/// count above 32 is within a unit of a step at 4 warps, so without this
-/// bound most kernels with more than 32 registers (Inductor's reductions
-/// among them) would pay a second ptxas run for a few percent of occupancy.
+/// waits have few others to hide behind. At 4 warps every count from 33 to
+/// 80 registers a thread is within a unit of a step, so without this bound
+/// most kernels above 32 registers (Inductor's reductions among them) would
+/// pay a second ptxas run for a few percent of occupancy.
 constexpr int kOccupancyStepMaxPrograms = 2;
 
 /// Shared memory the runtime reserves for each program on an SM, besides
@@ -120,8 +120,8 @@ int programsPerSM(int threads, int64_t registers) {
   return (int)std::min<int64_t>({byRegisters, 2048 / (warps * 32), 32});
 }
 
-/// Programs per SM by shared memory (unbounded, 32, without any) on an SM
-/// of `sharedPerSM` bytes.
+/// Programs per SM by shared memory on an SM of `sharedPerSM` bytes (32,
+/// the hardware's most, for a program that uses none).
 static int programsBySharedMemory(int64_t sharedBytes, int64_t sharedPerSM) {
   if (sharedBytes <= 0)
     return 32;
