@@ -120,14 +120,18 @@ int programsPerSM(int threads, int64_t registers) {
   return (int)std::min<int64_t>({byRegisters, 2048 / (warps * 32), 32});
 }
 
+namespace {
+
 /// Programs per SM by shared memory on an SM of `sharedPerSM` bytes (32,
 /// the hardware's most, for a program that uses none).
-static int programsBySharedMemory(int64_t sharedBytes, int64_t sharedPerSM) {
+int programsBySharedMemory(int64_t sharedBytes, int64_t sharedPerSM) {
   if (sharedBytes <= 0)
     return 32;
   return (int)std::min<int64_t>(
       32, sharedPerSM / (sharedBytes + kSharedReservedPerProgram));
 }
+
+} // namespace
 
 int64_t sharedPerSM(const std::string &arch) {
   // One program's most (GPUTarget::maxSharedBytes) plus its reserve: 228 KB
@@ -183,19 +187,13 @@ std::string withCap(const std::string &ptx, int cap) {
          ptx.substr(at + 1);
 }
 
-} // namespace
-
-namespace {
-
-/// The first rules' result (`kept`, whose PTX is `ptx`), or where its
+/// The first rules' result (`kept`, whose PTX `ptx` has no cap), or where its
 /// register count sits just above an occupancy step, an assembly capped at
 /// the step when that spills no more (counting ptxas.register-cap-occupancy).
 runtime::PtxasResult withOccupancyStep(runtime::PtxasResult kept,
                                        std::string &ptx,
                                        const std::string &arch, int threads,
                                        int64_t sharedBytes, PassStats &stats) {
-  if (ptx.find("\n.maxnreg ") != std::string::npos)
-    return kept;
   PtxasUse use = ptxasUse(kept.log);
   int64_t cap = occupancyStepCap(threads, use.registers, sharedBytes,
                                  sharedPerSM(arch));
@@ -209,8 +207,8 @@ runtime::PtxasResult withOccupancyStep(runtime::PtxasResult kept,
     return kept;
   }
   PtxasUse su = ptxasUse(stepped.log);
-  if (su.spillBytes > use.spillBytes ||
-      programsPerSM(threads, su.registers) <= programsPerSM(threads, use.registers))
+  if (su.spillBytes > use.spillBytes || programsPerSM(threads, su.registers) <=
+                                            programsPerSM(threads, use.registers))
     return kept;
   stats.add("ptxas.register-cap-occupancy");
   ptx = std::move(capped);

@@ -52,7 +52,7 @@ int programsPerSM(int threads, int64_t registers);
 /// The occupancy step's cap for ptxas's choice of `registers` (0: none), a
 /// program asking for `sharedBytes` on an SM of `sharedPerSM` bytes.
 int64_t occupancyStepCap(int threads, int64_t registers, int64_t sharedBytes,
-                         int64_t sharedPerSM = 228 * 1024);
+                         int64_t sharedPerSM);
 
 /// The shared memory one SM of `arch` ("sm_80", "sm_90a") offers its
 /// programs, their reserves included.
