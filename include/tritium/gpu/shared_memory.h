@@ -64,9 +64,12 @@ struct SharedMemoryPlan {
 /// `--allocate-shared-memory`: gives every buffer of `f` an offset.
 ///  1. Buffers: the scratch of each op that needs any (scratchBytes), and
 ///     the memory of each ttg.local_alloc (memdescBytes).
-///  2. Live ranges (Liveness): a scratch buffer is live while its op runs, a
-///     local_alloc's from its definition to its last use (a use of a
-///     ttg.memdesc_index of it included).
+///  2. Live ranges (Liveness): a scratch buffer is live while its op runs
+///     (one of at most 2 KB until the next op with scratch starts, so that
+///     consecutive ones take different bytes and the later one needs no
+///     barrier before its writes; dropped where the total would pass the
+///     limit), a local_alloc's from its definition to its last use (a use
+///     of a ttg.memdesc_index of it included).
 ///  3. Largest first, each buffer takes the lowest 16-byte aligned offset
 ///     where it overlaps no placed buffer live at the same time; buffers
 ///     never live together may share bytes.
@@ -74,7 +77,8 @@ struct SharedMemoryPlan {
 ///     highest buffer) on the function.
 ///  5. A total above `limitBytes` is a UserError located at the kernel,
 ///     naming it, its bytes and the limit of `target` (for the message).
-/// Counters: gpu.shared-buffers, gpu.shared-bytes (summed over kernels).
+/// Counters: gpu.shared-buffers, gpu.shared-bytes (summed over kernels),
+/// gpu.shared-scratch-alternated.
 SharedMemoryPlan allocateSharedMemory(Function &f,
                                       int64_t limitBytes = kDefaultSharedLimit,
                                       const std::string &target = "sm_90a",
