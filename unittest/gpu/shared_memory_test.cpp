@@ -205,35 +205,6 @@ TEST(SharedMemory, ConsecutiveReductionsTakeDifferentBytes) {
   EXPECT_EQ(count(ck.ptx, "bar.sync 0"), 2u) << ck.ptx;
 }
 
-TEST(SharedMemory, TheBarrierBeforeAReductionWaitsForItsShuffles) {
-  // One reduction in a loop: the previous iteration's reads of its bytes
-  // come back along the back edge, so a barrier precedes its writes.
-  auto m = parseModule(kernel(R"(  %lb = arith.constant {value = 0} : i32
-  %one = arith.constant {value = 1} : i32
-  %z = arith.constant {value = 0.0} : f32
-  %acc = scf.for %lb, %n, %one, %z : f32 {
-  ^bb0(%iv: i32, %a: f32):
-    %s = tt.reduce %x {axis = 0, kind = "sum"} : f32
-    %a1 = arith.addf %a, %s : f32
-    scf.yield %a1
-  }
-  tt.store %q, %acc
-)"));
-  CompiledKernel ck = compileToPTX(*m, "k", sm90());
-  EXPECT_EQ(ck.sharedBytes, 32);
-  EXPECT_NE(ck.gir.find("gpu.barrier"), std::string::npos) << ck.gir;
-  // The reduction: shuffles, then the barrier for the earlier reads (only
-  // once its shuffles are done: they touch no shared memory), its writes,
-  // its own barrier.
-  EXPECT_EQ(count(ck.ptx, "bar.sync 0"), 2u) << ck.ptx;
-  size_t shfl = ck.ptx.find("shfl.sync.bfly");
-  size_t bar = ck.ptx.find("bar.sync 0");
-  size_t st = ck.ptx.find("st.shared");
-  ASSERT_NE(shfl, std::string::npos);
-  EXPECT_LT(shfl, bar);
-  EXPECT_LT(bar, st);
-}
-
 TEST(SharedMemory, OneReductionPerBranchNeedsNoBarrierBetweenThem) {
   auto m = parseModule(kernel(R"(  %v = scf.if %c : f32 {
     %s = tt.reduce %x {axis = 0, kind = "sum"} : f32
@@ -262,7 +233,19 @@ TEST(SharedMemory, AReductionInALoopWaitsForTheLastIteration) {
   tt.store %q, %acc
 )"));
   CompiledKernel ck = compileToPTX(*m, "k", sm90());
+  // The previous iteration's reads of its bytes come back along the back
+  // edge: a barrier before its writes, besides its own.
+  EXPECT_EQ(ck.sharedBytes, 32);
+  EXPECT_NE(ck.gir.find("gpu.barrier"), std::string::npos) << ck.gir;
   EXPECT_EQ(count(ck.ptx, "bar.sync 0"), 2u) << ck.ptx;
+  // That barrier waits only for the reduction's shuffles (they touch no
+  // shared memory): shuffles, barrier, writes.
+  size_t shfl = ck.ptx.find("shfl.sync.bfly");
+  size_t bar = ck.ptx.find("bar.sync 0");
+  size_t st = ck.ptx.find("st.shared");
+  ASSERT_NE(shfl, std::string::npos);
+  EXPECT_LT(shfl, bar);
+  EXPECT_LT(bar, st);
 }
 
 } // namespace
