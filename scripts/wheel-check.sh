@@ -63,6 +63,10 @@ assert where.startswith(venv + os.sep), f"tritium imported from {where}, not fro
 assert not where.startswith(checkout + os.sep), f"tritium imported from the checkout: {where}"
 from tritium import _C  # noqa: E402  (the compiled module is the wheel's too)
 assert os.path.realpath(_C.__file__).startswith(venv + os.sep), _C.__file__
+# Inductor's compile workers import `triton` from here (tritium.inductor.install()).
+import tritium.inductor  # noqa: E402
+assert os.path.isfile(os.path.join(tritium.inductor.WORKER_PATH, "triton", "__init__.py")), \
+    f"the wheel lacks {tritium.inductor.WORKER_PATH}/triton"
 
 
 @triton.jit

@@ -468,3 +468,97 @@ def test_jit_function_has_tritons_attributes():
     assert "def _axpy" in f.src and len(f.cache_key) == 64
     assert f.repr(f) == "_axpy" and f.used_global_vals == {}
     assert f.__globals__ is globals()
+
+
+# ---------------------------------------------------------------------------
+# Inductor's compile workers (TORCHINDUCTOR_COMPILE_THREADS > 1)
+
+_WORKERS = """
+import os, sys, time
+import tritium.inductor
+tritium.inductor.install()
+import torch
+import torch._inductor.config as cfg
+from torch._inductor.async_compile import AsyncCompile
+cfg.cpu_backend = "triton"
+t0 = time.time()
+while not AsyncCompile.use_process_pool():  # compiles go to the workers once it is up
+    assert time.time() - t0 < 240, "Inductor's compile worker pool never came up"
+    time.sleep(0.1)
+def f(x, y):
+    return torch.nn.functional.gelu(x) * y + x.sum(1, keepdim=True)
+torch.manual_seed(0)
+x, y = torch.randn(64, 128), torch.randn(64, 128)
+out = torch.compile(f)(x, y)
+s = tritium.inductor.stats()
+print("RESULT", (out - f(x, y)).abs().max().item(), s["compiles"], s["launches"])
+"""
+
+
+@needs_torch
+def test_compile_workers_use_tritium(tmp_path):
+    """With compile workers, Inductor's worker processes (started with this
+    process's sys.path) import tritium's surface as `triton` too
+    (inductor/worker_path), compile there, and send the kernels back
+    pickled: the parent compiles nothing itself and runs them. A `triton`
+    package later on the path that fails to import stands for the real one:
+    a worker that reached it would fail the compile."""
+    fake = tmp_path / "not-tritium" / "triton"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('the real triton was imported')\n")
+    env = _env(tmp_path, TORCHINDUCTOR_COMPILE_THREADS="2")
+    env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + str(fake.parent)
+    p = subprocess.run([sys.executable, "-c", _WORKERS], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    err, compiles, launches = line.split()[1:]
+    assert float(err) < 1e-4
+    assert int(compiles) == 0 and int(launches) >= 1, line
+
+
+def test_gpu_compiled_kernel_pickles(tmp_path):
+    """A GPU CompiledKernel crosses processes as Inductor's workers send it:
+    its __dict__ taken while the back half may still run, then `metadata`
+    read; unpickled, the kernel is the same (no GPU needed: sm_90a PTX)."""
+    import pickle  # noqa: PLC0415
+
+    mods = surface.build()
+    sjit = mods["triton"].jit
+
+    @sjit
+    def twice(x, y, n, B: tl.constexpr):
+        o = tl.program_id(0) * B + tl.arange(0, B)
+        tl.store(y + o, tl.load(x + o, mask=o < n) * 2, mask=o < n)
+
+    src = mods["triton.compiler.compiler"].ASTSource(
+        twice, {"x": "*fp32", "y": "*fp32", "n": "i32", "B": "constexpr"}, {"B": 128})
+    target = mods["triton.backends.compiler"].GPUTarget("cuda", 90, 32)
+    k = surface_kernels.compile(src, target=target, options={"num_warps": 4})
+    state = {**k.__dict__, "metadata": k.metadata}
+    twice.fn = twice.__globals__ = twice.repr = twice._hash_lock = None  # prepare_for_pickle
+    back = pickle.loads(pickle.dumps(state))
+    c = surface_kernels.CompiledKernel.__new__(surface_kernels.CompiledKernel)
+    c.__dict__.update(back)
+    assert c.gpu.asm["ptx"] == k.gpu.asm["ptx"] and c.gpu.asm.get("cubin") == k.gpu.asm.get("cubin")
+    assert c.metadata.shared == k.metadata.shared and c.name == k.name
+    assert c.gpu._kernel is None  # the driver's handle is made again in this process
+
+
+def test_tile_kernel_pickles():
+    """The CPU executor's TileKernel crosses processes as its IR text."""
+    import pickle  # noqa: PLC0415
+
+    from tritium.compile_api import build_specialization  # noqa: PLC0415
+    from tritium.compiler.pipeline import compile_tile  # noqa: PLC0415
+
+    @tritium.jit
+    def inc(x, n, B: tl.constexpr):
+        o = tl.program_id(0) * B + tl.arange(0, B)
+        tl.store(x + o, tl.load(x + o, mask=o < n) + 1, mask=o < n)
+
+    params, _ = build_specialization(inc, {"x": "*fp32", "n": "i32"}, {"B": 64})
+    t = compile_tile(inc, params)
+    u = pickle.loads(pickle.dumps(t))
+    assert u.asm["tir"] == t.asm["tir"] and u.arg_names == t.arg_names
+    assert tritium._C.print_module(u.module, False) == t.asm["tir"]

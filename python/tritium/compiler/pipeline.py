@@ -58,6 +58,14 @@ class TileKernel(CompiledKernel):
         # Triton's resource figures; the CPU executor has no registers to count.
         self.n_regs = self.n_spills = 0
 
+    def __getstate__(self):
+        # The IR module is a C++ object; its text round-trips (asm["tir"]).
+        return {k: v for k, v in self.__dict__.items() if k != "module"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.module = load_C().parse_module(self.asm["tir"], f"<{self.name}>")
+
     def __repr__(self):
         return f"TileKernel({self.name}, signature={self.signature})"
 

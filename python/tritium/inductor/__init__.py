@@ -15,9 +15,11 @@ compatibility surface (surface.py): Inductor's own code is unchanged. The
 surface implements the "cuda" and "cpu" targets; anything it lacks raises an
 error that names it.
 
-Inductor compiles kernels in worker processes when compile_threads > 1;
-those processes would import the real `triton`, so install() sets
-TORCHINDUCTOR_COMPILE_THREADS=1 unless the caller chose a value.
+Inductor compiles kernels in worker processes when compile_threads > 1.
+install() keeps TORCHINDUCTOR_COMPILE_THREADS=1 unless the caller chose a
+value; with more, the workers (started with the parent's sys.path as their
+PYTHONPATH) import tritium's surface too: install() puts worker_path/, whose
+`triton` package hands the import to the surface, first on sys.path.
 """
 
 import os
@@ -33,7 +35,6 @@ class InstallError(RuntimeError):
 def install():
     """Makes `import triton` resolve to tritium's surface. Call it before
     `torch._inductor` is imported; calling it again does nothing."""
-    global _installed
     if _installed:
         return
     existing = sys.modules.get("triton")
@@ -48,9 +49,30 @@ def install():
                            "install(), so it has already decided which triton to use; call "
                            "install() (or set TRITIUM_INDUCTOR=1 before `import tritium`) "
                            "first")
+    _put_surface()
+
+
+def _install_for_import():
+    """install() for worker_path/triton: `import triton` in a process whose
+    parent installed. The import may come from torch._inductor's own
+    triton_compat while it loads, which is the question being answered, so
+    that check of install() does not apply."""
+    if not _installed:
+        _put_surface()
+
+
+# Inductor's compile workers get the parent's sys.path as PYTHONPATH: this
+# directory first makes their `import triton` tritium's (worker_path/triton).
+WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_path")
+
+
+def _put_surface():
+    global _installed
     from . import surface  # noqa: PLC0415
 
     sys.modules.update(surface.build())
+    if WORKER_PATH not in sys.path:
+        sys.path.insert(0, WORKER_PATH)
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     os.environ["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] = "0"
     # torch caches "is triton installed?" answers; forget any taken before.

@@ -41,6 +41,17 @@ class JITFunction(_TritiumJITFunction):
         self._src_text = "".join(self._source_read[1]) if self._source_read else self.src
         self.hash = None
 
+    def __getstate__(self):
+        # Inductor's compile workers pickle the kernel back to the parent
+        # after CachingAutotuner.prepare_for_pickle has set `fn` and
+        # `__globals__` to None; functools.update_wrapper's __wrapped__ (the
+        # function again), the compiled specialisations and the launcher
+        # capsule do not pickle either, and the parent rebuilds them.
+        state = dict(self.__dict__, cache={}, _fast=None, _source=None)
+        if state.get("fn") is None:
+            state.pop("__wrapped__", None)
+        return state
+
     def _read_source(self):
         return self.__dict__.get("_source_read")
 

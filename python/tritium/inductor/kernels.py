@@ -55,6 +55,29 @@ def _add_seconds(t0):
         compile_stats["seconds"] += time.perf_counter() - t0
 
 
+class _BackHalf:
+    """A GPU compile's back half (GPU passes, PTX, ptxas), maybe still running
+    on the thread pool. Pickled, it is the finished kernel: Inductor's compile
+    workers send their CompiledKernels to the parent as their __dict__ (taken
+    before it reads `metadata`, which waits), and a thread's future does not
+    cross processes."""
+
+    def __init__(self, future):
+        self.future = future
+
+    def result(self, timeout=None):
+        return self.future.result(timeout)
+
+    def __reduce__(self):
+        return (_BackHalf.done, (self.future.result(),))
+
+    @staticmethod
+    def done(gpu):
+        f = concurrent.futures.Future()
+        f.set_result(gpu)
+        return _BackHalf(f)
+
+
 def _lazy(name):
     """An attribute of a GPU CompiledKernel known once its compile's back half
     is done: reading it waits for that (CompiledKernel._resolve)."""
@@ -148,7 +171,7 @@ class CompiledKernel:
             self.asm = dict(tile.asm)
             self.n_max_threads = 1
         else:
-            self._future, self._partial_metadata = gpu_future, metadata
+            self._future, self._partial_metadata = _BackHalf(gpu_future), metadata
             self.n_max_threads = 32 * metadata.num_warps
         # Positions in a launch's argument list that are specialised away,
         # and the ones that stay (in order).

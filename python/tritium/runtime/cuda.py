@@ -122,6 +122,12 @@ class GPUKernel(CompiledKernel):
         self._kernel = None
         self._cpu_module = None
 
+    def __getstate__(self):
+        # Pickled to another process (Inductor's compile workers send their
+        # kernels to the parent): the driver's handle and the executor's
+        # module belong to this one; both are rebuilt from asm on first use.
+        return dict(self.__dict__, _kernel=None, _cpu_module=None)
+
     def __repr__(self):
         return (f"GPUKernel({self.name}, target={self.metadata['target']}, "
                 f"num_warps={self.metadata['num_warps']}, shared={self.metadata['shared']})")
