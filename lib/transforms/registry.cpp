@@ -19,6 +19,10 @@ const PassTable &tilePasses() {
       {"licm-scalars",
        "Hoist loop-invariant pure ops with scalar results out of scf.for/scf.while",
        licmScalars},
+      {"prefetch-loads",
+       "Load a reducing loop's next iteration ahead, in registers (versioned on "
+       "store/load disjointness)",
+       prefetchLoads},
       {"widen-offsets",
        "Compute offsets into tensors of 2^31+ elements (tt.int64_offsets) in i64",
        widenOffsets},

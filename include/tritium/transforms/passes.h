@@ -50,6 +50,13 @@ void licm(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// stay in the loop). In the default pipeline. Counter: licm-scalars.hoisted.
 void licmScalars(Module &m, const PipelineOptions &opts, PassStats &stats);
 
+/// `--prefetch-loads`: in an innermost scf.for that reduces and has no dot,
+/// the loads computed from the induction variable are issued one iteration
+/// ahead and carried in registers; a loop that also stores is versioned on a
+/// runtime check that no store can write what a prefetched load reads. Run
+/// by the GPU compile before convert-to-gpu (it needs num_warps). Counters: prefetch-loads.loops, .loads, .versioned.
+void prefetchLoads(Module &m, const PipelineOptions &opts, PassStats &stats);
+
 /// `--widen-offsets`: for pointers derived from an argument marked
 /// `tt.int64_offsets = true` (a tensor of 2^31 elements or more), rebuilds
 /// the i32 offsets of tt.addptr, and the i32 comparisons in the masks of

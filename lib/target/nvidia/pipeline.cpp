@@ -137,6 +137,10 @@ void compileKernel(const Module &m, const std::string &kernel,
   if (input != PipelineInput::GPUIR) {
     // The options' warps, whatever the frontend left in the attribute.
     f.attrs()["num_warps"] = int64_t(opts.numWarps);
+    // A reducing loop's loads one iteration ahead (a tile pass, run here
+    // because its register budget needs num_warps, and the CPU executor,
+    // which runs the tile IR, has no latency to hide).
+    runPasses(*gm, {"prefetch-loads"}, r.stats, opts, tilePasses());
     runPasses(*gm,
               {
                   "convert-to-gpu",            // a layout for every tensor

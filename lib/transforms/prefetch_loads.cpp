@@ -1,0 +1,580 @@
+// --prefetch-loads: a row loop's loads issued one iteration ahead, in
+// registers.
+//
+// Why: a loop like Liger's PolyNorm backward (one program per SM, a loop over
+// its rows; each row loads dY and X, sums four products across the program,
+// stores dX) waits for every row's loads in full. Its sums synchronize the
+// program (bar.sync), and ptxas moves no load across a barrier, so nothing
+// overlaps that wait. Loading row i+1 while row i is summed hides it. On the
+// H200 the hand-written form of this (the same kernel source with dY and X
+// carried one row ahead) ran the fp32 backward in 57.4 us against 88.2, and
+// Triton's 81.5 for Liger's own source.
+//
+// What it does, per innermost scf.for whose body reduces (tt.reduce,
+// tt.reduce_combine or tt.scan: the loops whose loads nothing else hides),
+// has no tt.dot (those loads belong to the GPU pipeliner), a constant
+// positive step, and no side effect but tt.store:
+//   %v = tt.load %p(iv)[, %m(iv)[, %o]]        (directly in the body)
+// becomes
+//   %v0 = tt.load %p(lb), %m(lb) & (lb < ub)   -- before the loop
+//   scf.for ... iter_args(..., %v = %v0) {
+//     %n = tt.load %p(iv+step), %m(iv+step) & (iv+step < ub)
+//     ... uses of %v ...
+//     scf.yield ..., %n
+//   }
+// where p, m, o are computed by pure, regionless, speculatable body ops from
+// the induction variable and values defined outside the loop (the "slice",
+// cloned for lb and for iv+step). An iteration that does not run loads
+// nothing (its lanes are masked off), so no address is touched that the
+// loop would not touch. A volatile load stays.
+//
+// Stores: the load of iteration i+1 now comes before the stores of
+// iteration i. That is only allowed when no such store can write what it
+// reads, which the pass cannot see at compile time (a kernel may be called
+// in place, dX and dY one tensor). So where the body stores, the loop is
+// versioned on a check computed before it:
+//   scf.if %disjoint { prefetching loop } else { the loop as written }
+// %disjoint: for every store and every prefetched load, the address ranges
+// they can touch over the whole loop do not overlap. A range comes from
+// interval arithmetic on the pointer's slice (make_range, splat, broadcast,
+// expand_dims, reshape, trans, extsi/extui, addi, subi, muli, addptr; the
+// induction variable spans [lb, ub - 1]; values defined outside the loop are
+// points; masks are ignored, which only widens a range). Any narrower-than-
+// 64-bit op whose interval leaves its type's range makes the check fail
+// (the program's own arithmetic might wrap there); 64-bit arithmetic is
+// assumed not to wrap. A store or load whose slice the arithmetic does not
+// cover leaves the loop alone.
+//
+// Registers: each prefetched value lives across the loop. Loads are taken in
+// body order while their bytes per thread (elements x bytes / threads) add up
+// to at most kMaxBytesPerThread, and to at most an eighth of the registers a
+// thread has when the program's threads fill the SM's 64K registers: at 1024
+// threads a thread has 64, and Liger's cross-entropy forward (1024 threads,
+// 32 fp32 a thread ahead) ran 11 % slower with them prefetched.
+//
+// The GPU compile runs it before convert-to-gpu (lib/target/nvidia/pipeline.cpp):
+// the register budget needs num_warps, and the CPU executor has no latency to
+// hide. Counters: prefetch-loads.loops, prefetch-loads.loads, prefetch-loads.versioned.
+#include "tritium/transforms/fold.h"
+#include "tritium/transforms/passes.h"
+#include "tritium/transforms/rewrite.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <set>
+
+namespace tritium {
+namespace {
+
+constexpr int64_t kMaxBytesPerThread = 128;
+
+const Type *i64Type() { return Type::scalar(DType::I64); }
+const Type *i1Type() { return Type::scalar(DType::I1); }
+
+bool isInsideOp(const Value *v, const Operation *loop) {
+  const Block *b =
+      v->isBlockArg() ? v->ownerBlock() : v->definingOp()->parentBlock();
+  while (b) {
+    const Operation *parent = b->parentOp();
+    if (parent == loop)
+      return true;
+    b = parent ? parent->parentBlock() : nullptr;
+  }
+  return false;
+}
+
+bool isSpeculatable(const Operation *op) {
+  switch (op->code()) {
+  case OpCode::DivSI:
+  case OpCode::RemSI:
+  case OpCode::DivUI:
+  case OpCode::RemUI: {
+    auto d = getConstant(op->operand(1));
+    if (!d || d->bits == 0)
+      return false;
+    bool isSignedOp =
+        op->code() == OpCode::DivSI || op->code() == OpCode::RemSI;
+    return !(isSignedOp && d->sext() == -1);
+  }
+  default:
+    return true;
+  }
+}
+
+int64_t elementBytes(const Type *t) {
+  const Type *s = t->scalarType();
+  if (s->isPointer())
+    return 8;
+  return std::max(1, bitWidth(s->dtype()) / 8);
+}
+
+// Inserts ops before a fixed position of a block.
+struct Emitter {
+  Block *block;
+  Block::iterator pos;
+  Location loc;
+
+  Value *op(OpCode c, std::vector<Value *> ins, const Type *t,
+            std::map<std::string, Attribute> attrs = {}) {
+    auto o = Operation::create(c, std::move(ins), {t}, std::move(attrs), loc);
+    return block->insert(pos, std::move(o))->result(0);
+  }
+  Value *i64(int64_t n) {
+    return insertConstant(*block, pos, i64Type(),
+                          ConstValue::ofInt(DType::I64, (uint64_t)n), loc);
+  }
+  Value *cmp(const char *pred, Value *a, Value *b) {
+    return op(OpCode::CmpI, {a, b}, i1Type(), {{"predicate", std::string(pred)}});
+  }
+  Value *andI(Value *a, Value *b) {
+    if (!a)
+      return b;
+    return op(OpCode::AndI, {a, b}, a->type());
+  }
+  // A scalar integer or pointer as i64 (its value, by its signedness).
+  Value *toI64(Value *v) {
+    const Type *t = v->type();
+    if (t->isPointer())
+      return op(OpCode::PtrToInt, {v}, i64Type());
+    if (t->dtype() == DType::I64 || t->dtype() == DType::U64)
+      return v;
+    return op(isSigned(t->dtype()) ? OpCode::ExtSI : OpCode::ExtUI, {v},
+              i64Type());
+  }
+};
+
+struct Interval {
+  Value *lo, *hi; // i64 scalars
+};
+
+// Interval arithmetic over a pointer's or offset's computation, emitted as
+// scalar ops before the loop. `ok` collects the range checks of narrow ops.
+class RangeBuilder {
+public:
+  RangeBuilder(Emitter &e, Operation *loop) : e_(e), loop_(loop) {
+    Block &body = loop->region(0).front();
+    iv_ = body.argument(0);
+    Value *lb = e_.toI64(loop->operand(0));
+    Value *ub = e_.toI64(loop->operand(1));
+    ivRange_ = {lb, e_.op(OpCode::SubI, {ub, e_.i64(1)}, i64Type())};
+  }
+
+  std::optional<Interval> of(Value *v) {
+    auto it = memo_.find(v);
+    if (it != memo_.end())
+      return it->second;
+    auto r = compute(v);
+    memo_[v] = r;
+    return r;
+  }
+
+  Value *ok() const { return ok_; }
+
+private:
+  std::optional<Interval> point(Value *v) {
+    const Type *t = v->type();
+    if (t->isTensor())
+      return std::nullopt;
+    if (!t->isPointer() && !isInteger(t->dtype()))
+      return std::nullopt;
+    Value *x = e_.toI64(v);
+    return Interval{x, x};
+  }
+
+  // Checks that [r.lo, r.hi] fits `t`'s integer type (narrower than 64 bits).
+  void checkFits(const Interval &r, const Type *t) {
+    DType d = t->scalarType()->isPointer() ? DType::I64 : t->scalarType()->dtype();
+    int w = bitWidth(d);
+    if (w >= 64)
+      return;
+    int64_t lo = isSigned(d) ? -(int64_t(1) << (w - 1)) : 0;
+    int64_t hi = isSigned(d) ? (int64_t(1) << (w - 1)) - 1 : (int64_t(1) << w) - 1;
+    ok_ = e_.andI(ok_, e_.cmp("sge", r.lo, e_.i64(lo)));
+    ok_ = e_.andI(ok_, e_.cmp("sle", r.hi, e_.i64(hi)));
+  }
+
+  std::optional<Interval> compute(Value *v) {
+    if (v == iv_)
+      return ivRange_;
+    if (!isInsideOp(v, loop_)) {
+      if (!v->type()->isTensor())
+        return point(v);
+      if (v->isBlockArg())
+        return std::nullopt;
+    } else if (v->isBlockArg()) {
+      return std::nullopt; // an iter arg: not a function of the iv
+    }
+    Operation *d = v->definingOp();
+    switch (d->code()) {
+    case OpCode::Constant: {
+      auto c = getConstant(v);
+      if (!c || c->isFloat())
+        return std::nullopt;
+      Value *x = e_.i64(c->asInt());
+      return Interval{x, x};
+    }
+    case OpCode::MakeRange: {
+      Value *lo = e_.i64(d->intAttr("start"));
+      Value *hi = e_.i64(d->intAttr("end") - 1);
+      return Interval{lo, hi};
+    }
+    case OpCode::Splat:
+    case OpCode::Broadcast:
+    case OpCode::ExpandDims:
+    case OpCode::Reshape:
+    case OpCode::Trans:
+    case OpCode::ConvertLayout:
+      return of(d->operand(0));
+    case OpCode::ExtSI:
+    case OpCode::ExtUI: {
+      DType src = d->operand(0)->type()->scalarType()->dtype();
+      if ((d->code() == OpCode::ExtSI) != isSigned(src))
+        return std::nullopt;
+      return of(d->operand(0));
+    }
+    case OpCode::AddI:
+    case OpCode::SubI:
+    case OpCode::MulI: {
+      auto a = of(d->operand(0));
+      auto b = of(d->operand(1));
+      if (!a || !b)
+        return std::nullopt;
+      Interval r;
+      if (d->code() == OpCode::AddI) {
+        r = {e_.op(OpCode::AddI, {a->lo, b->lo}, i64Type()),
+             e_.op(OpCode::AddI, {a->hi, b->hi}, i64Type())};
+      } else if (d->code() == OpCode::SubI) {
+        r = {e_.op(OpCode::SubI, {a->lo, b->hi}, i64Type()),
+             e_.op(OpCode::SubI, {a->hi, b->lo}, i64Type())};
+      } else {
+        Value *p[4] = {e_.op(OpCode::MulI, {a->lo, b->lo}, i64Type()),
+                       e_.op(OpCode::MulI, {a->lo, b->hi}, i64Type()),
+                       e_.op(OpCode::MulI, {a->hi, b->lo}, i64Type()),
+                       e_.op(OpCode::MulI, {a->hi, b->hi}, i64Type())};
+        Value *lo = p[0], *hi = p[0];
+        for (int k = 1; k < 4; ++k) {
+          lo = e_.op(OpCode::MinSI, {lo, p[k]}, i64Type());
+          hi = e_.op(OpCode::MaxSI, {hi, p[k]}, i64Type());
+        }
+        r = {lo, hi};
+      }
+      checkFits(r, v->type());
+      return r;
+    }
+    case OpCode::AddPtr: {
+      auto p = of(d->operand(0));
+      auto o = of(d->operand(1));
+      if (!p || !o)
+        return std::nullopt;
+      Value *size = e_.i64(elementBytes(d->operand(0)->type()->scalarType()->pointee()));
+      Value *olo = e_.op(OpCode::MulI, {o->lo, size}, i64Type());
+      Value *ohi = e_.op(OpCode::MulI, {o->hi, size}, i64Type());
+      return Interval{e_.op(OpCode::AddI, {p->lo, olo}, i64Type()),
+                      e_.op(OpCode::AddI, {p->hi, ohi}, i64Type())};
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+
+  Emitter &e_;
+  Operation *loop_;
+  Value *iv_;
+  Interval ivRange_;
+  Value *ok_ = nullptr;
+  std::map<Value *, std::optional<Interval>> memo_;
+};
+
+// The body ops computing `v` from the iv and values defined outside the
+// loop, in program order; false when `v` depends on anything else.
+bool collectSlice(Value *v, Operation *loop, Block &body,
+                  std::set<Operation *> &seen, std::vector<Operation *> &out) {
+  if (!isInsideOp(v, loop))
+    return true;
+  if (v->isBlockArg())
+    return v == body.argument(0);
+  Operation *d = v->definingOp();
+  if (seen.count(d))
+    return true;
+  if (d->parentBlock() != &body || !d->hasTrait(PURE) || d->numRegions() != 0 ||
+      !isSpeculatable(d))
+    return false;
+  for (Value *o : d->operands())
+    if (!collectSlice(o, loop, body, seen, out))
+      return false;
+  seen.insert(d);
+  out.push_back(d);
+  return true;
+}
+
+struct Candidate {
+  Operation *load;
+  std::vector<Operation *> slice; // program order
+};
+
+int numWarpsOf(Function &f, const PipelineOptions &opts) {
+  auto it = f.attrs().find("num_warps");
+  if (it != f.attrs().end())
+    if (auto *n = std::get_if<int64_t>(&it->second))
+      return (int)*n;
+  return opts.numWarps;
+}
+
+// Whether the loop qualifies (see the top of the file); collects its stores.
+bool qualifies(Operation *loop, std::vector<Operation *> &stores) {
+  if (loop->hasAttr("unroll"))
+    return false;
+  Block &body = loop->region(0).front();
+  const Type *ivType = body.argument(0)->type();
+  if (!ivType->isScalar() || !isSigned(ivType->dtype()))
+    return false;
+  auto step = getConstant(loop->operand(2));
+  if (!step || step->asInt() <= 0)
+    return false;
+  bool reduces = false, ok = true;
+  for (auto &op : body.ops())
+    op->walk([&](Operation *o) {
+      switch (o->code()) {
+      case OpCode::For:
+      case OpCode::While:
+      case OpCode::Dot:
+      case OpCode::WarpGroupDot:
+      case OpCode::Call:
+        ok = false;
+        return;
+      case OpCode::Reduce:
+      case OpCode::ReduceCombine:
+      case OpCode::Scan:
+        reduces = true;
+        return;
+      case OpCode::Store:
+        stores.push_back(o);
+        return;
+      default:
+        if (o->hasTrait(WRITE))
+          ok = false; // atomics, prints, asserts, barriers, side-effecting asm
+        return;
+      }
+    });
+  return ok && reduces;
+}
+
+std::vector<Candidate> candidatesOf(Operation *loop, int numWarps) {
+  Block &body = loop->region(0).front();
+  std::vector<Candidate> out;
+  int64_t bytes = 0;
+  const int64_t threads = 32 * int64_t(numWarps);
+  const int64_t budget = std::min<int64_t>(kMaxBytesPerThread, 65536 / threads * 4 / 8);
+  for (auto &opp : body.ops()) {
+    Operation *op = opp.get();
+    if (op->code() != OpCode::Load)
+      continue;
+    if (op->hasAttr("volatile") && op->boolAttr("volatile"))
+      continue;
+    const Type *t = op->result()->type();
+    int64_t b = t->isTensor()
+                    ? std::max<int64_t>(1, t->numElements() * elementBytes(t) / threads)
+                    : elementBytes(t);
+    if (bytes + b > budget)
+      continue;
+    Candidate c{op, {}};
+    std::set<Operation *> seen;
+    bool ok = true;
+    for (Value *v : op->operands())
+      ok = ok && collectSlice(v, loop, body, seen, c.slice);
+    if (!ok)
+      continue;
+    bytes += b;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Clones `c`'s slice and load before `pos` with the iv replaced by `iv`, the
+// mask and-ed with `inRange` (a scalar i1); returns the new load's result.
+Value *cloneLoad(const Candidate &c, Value *oldIv, Value *iv, Value *inRange,
+                 Block &block, Block::iterator pos) {
+  std::map<Value *, Value *> map{{oldIv, iv}};
+  for (Operation *s : c.slice)
+    block.insert(pos, s->clone(map));
+  Operation *ld = c.load;
+  Emitter e{&block, pos, ld->loc()};
+  const Type *ptrType = ld->operand(0)->type();
+  Value *cond = inRange;
+  if (ptrType->isTensor())
+    cond = e.op(OpCode::Splat, {inRange}, ptrType->withElement(i1Type()));
+  Value *mask = cond;
+  if (ld->numOperands() > 1) {
+    Value *m = ld->operand(1);
+    auto it = map.find(m);
+    mask = e.op(OpCode::AndI, {it == map.end() ? m : it->second, cond},
+                cond->type());
+  }
+  std::vector<Value *> ins{map.count(ld->operand(0)) ? map[ld->operand(0)]
+                                                     : ld->operand(0),
+                           mask};
+  if (ld->numOperands() > 2) {
+    Value *o = ld->operand(2);
+    ins.push_back(map.count(o) ? map[o] : o);
+  }
+  auto nl = Operation::create(OpCode::Load, ins, {ld->result()->type()},
+                              ld->attrs(), ld->loc());
+  nl->result()->nameHint = ld->result()->nameHint;
+  return block.insert(pos, std::move(nl))->result(0);
+}
+
+// iv + step < ub, without the wrap of a narrow iv.
+Value *inRangeAfter(Emitter &e, Value *iv, Value *step, Value *ub) {
+  DType d = iv->type()->dtype();
+  if (bitWidth(d) < 64) {
+    Value *next = e.op(OpCode::AddI, {e.toI64(iv), e.toI64(step)}, i64Type());
+    return e.cmp("slt", next, e.toI64(ub));
+  }
+  Value *next = e.op(OpCode::AddI, {iv, step}, iv->type());
+  return e.cmp("slt", next, ub);
+}
+
+// Rewrites `loop` (which qualifies) to carry `cands` one iteration ahead.
+void prefetch(Function &f, Operation *loop, const std::vector<Candidate> &cands) {
+  Block &outer = *loop->parentBlock();
+  Block &body = loop->region(0).front();
+  Value *iv = body.argument(0);
+  Value *lb = loop->operand(0), *ub = loop->operand(1), *step = loop->operand(2);
+  Emitter pre{&outer, outer.find(loop), loop->loc()};
+  Value *runs = pre.cmp("slt", lb, ub);
+  Emitter top{&body, body.ops().begin(), loop->loc()};
+  Value *next = top.op(OpCode::AddI, {iv, step}, iv->type());
+  Value *nextInRange = inRangeAfter(top, iv, step, ub);
+  Operation *yield = body.terminator();
+  for (const Candidate &c : cands) {
+    Value *first = cloneLoad(c, iv, lb, runs, outer, outer.find(loop));
+    loop->operands().push_back(first);
+    Value *carried = body.addArgument(c.load->result()->type());
+    carried->nameHint = c.load->result()->nameHint;
+    Value *ahead = cloneLoad(c, iv, next, nextInRange, body, body.find(c.load));
+    replaceAllUsesIn(loop->region(0), c.load->result(), carried);
+    yield->operands().push_back(ahead);
+    loop->addResult(c.load->result()->type());
+    c.load->erase();
+  }
+  // The original slices, now read by nothing (last op first, so that an
+  // op's users go before it).
+  std::set<Operation *> sliceOps;
+  for (const Candidate &c : cands)
+    sliceOps.insert(c.slice.begin(), c.slice.end());
+  std::vector<Operation *> order;
+  for (auto &op : body.ops())
+    if (sliceOps.count(op.get()))
+      order.push_back(op.get());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    bool used = false;
+    for (Value *r : (*it)->results())
+      used = used || hasUses(f, r);
+    if (!used)
+      (*it)->erase();
+  }
+  loop->setAttr("prefetched", int64_t(cands.size()));
+}
+
+struct Counts {
+  int64_t loops = 0, loads = 0, versioned = 0;
+};
+
+void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
+  std::vector<Operation *> stores;
+  if (!qualifies(loop, stores))
+    return;
+  auto cands = candidatesOf(loop, numWarps);
+  if (cands.empty())
+    return;
+  if (stores.empty()) {
+    prefetch(f, loop, cands);
+    n.loops += 1;
+    n.loads += (int64_t)cands.size();
+    return;
+  }
+  // The check, built in a scratch block and moved before the loop once
+  // every range is known (a loop left alone keeps no trace of it).
+  Block &outer = *loop->parentBlock();
+  Block scratch;
+  Emitter e{&scratch, scratch.ops().end(), loop->loc()};
+  RangeBuilder ranges(e, loop);
+  Value *disjoint = nullptr;
+  for (Operation *s : stores) {
+    auto rs = ranges.of(s->operand(0));
+    if (!rs)
+      return;
+    int64_t ss = elementBytes(s->operand(0)->type()->scalarType()->pointee());
+    for (const Candidate &c : cands) {
+      auto rl = ranges.of(c.load->operand(0));
+      if (!rl)
+        return;
+      int64_t ls = elementBytes(c.load->operand(0)->type()->scalarType()->pointee());
+      Value *sEnd = e.op(OpCode::AddI, {rs->hi, e.i64(ss)}, i64Type());
+      Value *lEnd = e.op(OpCode::AddI, {rl->hi, e.i64(ls)}, i64Type());
+      Value *apart = e.op(OpCode::OrI,
+                          {e.cmp("sle", sEnd, rl->lo), e.cmp("sle", lEnd, rs->lo)},
+                          i1Type());
+      disjoint = e.andI(disjoint, apart);
+    }
+  }
+  if (Value *ok = ranges.ok())
+    disjoint = e.andI(disjoint, ok);
+  while (!scratch.empty())
+    outer.insert(outer.find(loop), scratch.ops().front()->detach());
+
+  // scf.if %disjoint { prefetching copy } else { the loop as written }.
+  std::vector<const Type *> types;
+  for (Value *r : loop->results())
+    types.push_back(r->type());
+  auto ifOwned = Operation::create(OpCode::If, {disjoint}, types, {}, loop->loc(), 2);
+  Operation *ifOp = outer.insert(outer.find(loop), std::move(ifOwned));
+  for (unsigned i = 0; i < loop->numResults(); ++i) {
+    ifOp->result(i)->nameHint = loop->result(i)->nameHint;
+    replaceAllUsesWith(f, loop->result(i), ifOp->result(i));
+  }
+  Block *thenB = ifOp->region(0).addBlock();
+  Block *elseB = ifOp->region(1).addBlock();
+  std::map<Value *, Value *> map;
+  Operation *copy = thenB->push_back(loop->clone(map));
+  Operation *orig = elseB->push_back(loop->detach());
+  thenB->push_back(Operation::create(OpCode::Yield, copy->results(), {}, {}, loop->loc()));
+  elseB->push_back(Operation::create(OpCode::Yield, orig->results(), {}, {}, loop->loc()));
+  // The candidates, found again in the copy (same body order).
+  auto copyCands = candidatesOf(copy, numWarps);
+  if (copyCands.size() != cands.size())
+    throw InternalError("prefetch-loads: the copy of a loop has other candidates");
+  prefetch(f, copy, copyCands);
+  n.loops += 1;
+  n.loads += (int64_t)cands.size();
+  n.versioned += 1;
+}
+
+void visitRegion(Function &f, Region &region, int numWarps, Counts &n) {
+  for (auto &block : region.blocks()) {
+    std::vector<Operation *> ops;
+    for (auto &op : block->ops())
+      if (op->numRegions() != 0)
+        ops.push_back(op.get());
+    for (Operation *op : ops) {
+      for (unsigned r = 0; r < op->numRegions(); ++r)
+        visitRegion(f, op->region(r), numWarps, n);
+      if (op->code() == OpCode::For)
+        visitLoop(f, op, numWarps, n);
+    }
+  }
+}
+
+} // namespace
+
+void prefetchLoads(Module &m, const PipelineOptions &opts, PassStats &stats) {
+  Counts n;
+  for (auto &f : m.functions())
+    visitRegion(*f, f->body(), numWarpsOf(*f, opts), n);
+  stats.add("prefetch-loads.loops", n.loops);
+  stats.add("prefetch-loads.loads", n.loads);
+  stats.add("prefetch-loads.versioned", n.versioned);
+}
+
+} // namespace tritium

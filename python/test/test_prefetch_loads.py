@@ -1,0 +1,185 @@
+"""--prefetch-loads (lib/transforms/prefetch_loads.cpp): a reducing row loop's loads one
+iteration ahead, the loop versioned on a runtime check where it also stores. The GPU compile runs
+the pass; here the transformed tile IR runs on the CPU executor beside the loop as written, on
+cases where the check must pass (separate output) and must fail (in place; a row that reads the
+row the previous iteration wrote), and the GPU IR and PTX are checked (no GPU needed)."""
+
+import copy
+import re
+
+import numpy as np
+import pytest
+
+import tritium
+import tritium.language as tl
+from tritium.errors import load_C
+
+C = load_C()
+
+
+@tritium.jit
+def _norm_rows(x_ptr, y_ptr, sums_ptr, row_start, row_end, stride, n, BLOCK: tl.constexpr):
+    # A row loop as Liger writes its backward kernels: loads, a sum across the
+    # program, a store of the row.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    total = 0.0
+    for r in range(row_start, row_end):
+        x = tl.load(x_ptr + r * stride + offs, mask=m, other=0.0)
+        s = tl.sum(x * x, axis=0)
+        total += s
+        tl.store(y_ptr + r * stride + offs, x * (1.0 / (s + 1.0)), mask=m)
+    tl.store(sums_ptr, total)
+
+
+@tritium.jit
+def _recurrence(x_ptr, rows, n, BLOCK: tl.constexpr):
+    # Row r reads row r - 1, written by the iteration before: the load of
+    # iteration r + 1 must not move above the store of iteration r.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    for r in range(1, rows):
+        prev = tl.load(x_ptr + (r - 1) * n + offs, mask=m, other=0.0)
+        s = tl.sum(prev, axis=0)
+        tl.store(x_ptr + r * n + offs, prev * 0.5 + s * 0.25, mask=m)
+
+
+@tritium.jit
+def _row_maxes(x_ptr, out_ptr, rows, n, BLOCK: tl.constexpr):
+    # No store in the loop: prefetched without a check.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    best = -float("inf")
+    for r in range(0, rows):
+        x = tl.load(x_ptr + r * n + offs, mask=m, other=-float("inf"))
+        best = tl.maximum(best, tl.max(x, axis=0))
+    tl.store(out_ptr, best)
+
+
+def _tile_kernel(fn, grid, args, **constexprs):
+    """The TileKernel the CPU path compiles for `args`, after running it once."""
+    fn.cache.clear()
+    fn[grid](*args, **constexprs)
+    return next(iter(fn.cache.values()))
+
+
+def _prefetched(tk, num_warps=4):
+    """`tk` with --prefetch-loads applied to its tile IR, laid out for `num_warps` (as the GPU
+    compile does)."""
+    text = re.sub(r"num_warps = \d+", f"num_warps = {num_warps}", tk.asm["tir"])
+    module = C.parse_module(text, "<prefetch>")
+    stats = C.run_passes(module, ["prefetch-loads"], True, num_warps=num_warps)
+    out = copy.copy(tk)
+    out.module = module
+    out.asm = dict(tk.asm)
+    out.asm["tir"] = C.print_module(module, False)
+    return out, stats
+
+
+def _norm_rows_ref(x, row_start, row_end, stride, n):
+    y = np.full_like(x, np.nan)
+    total = 0.0
+    for r in range(row_start, row_end):
+        row = x[r * stride:r * stride + n].astype(np.float64)
+        s = (row * row).sum()
+        total += s
+        y[r * stride:r * stride + n] = row / (s + 1.0)
+    return y, total
+
+
+@pytest.mark.parametrize("row_start,row_end", [(0, 7), (2, 3), (3, 3), (5, 2)])
+def test_separate_output_matches_the_loop_as_written(row_start, row_end):
+    rows, n, stride = 7, 100, 128
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(rows * stride).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    sums = np.zeros(1, np.float32)
+    args = (x, y, sums, row_start, row_end, stride, n)
+    tk = _tile_kernel(_norm_rows, (1,), args, BLOCK=128)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.loops"] == 1 and stats["prefetch-loads.versioned"] == 1
+    assert "prefetched = 1" in pk.asm["tir"] and "scf.if" in pk.asm["tir"]
+    want_y, want_total = _norm_rows_ref(x, row_start, row_end, stride, n)
+    y[:] = np.nan
+    sums[:] = np.nan
+    pk[(1,)](x, y, sums, row_start, row_end, stride, n)
+    np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-6)  # NaN where not written
+    np.testing.assert_allclose(sums[0], want_total, rtol=1e-5)
+
+
+def test_in_place_takes_the_loop_as_written():
+    rows, n, stride = 6, 100, 128
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(rows * stride).astype(np.float32)
+    sums = np.zeros(1, np.float32)
+    want_y, want_total = _norm_rows_ref(x, 0, rows, stride, n)
+    want = x.copy()
+    for r in range(rows):
+        want[r * stride:r * stride + n] = want_y[r * stride:r * stride + n]
+    tk = _tile_kernel(_norm_rows, (1,), (x.copy(), x.copy(), sums, 0, rows, stride, n), BLOCK=128)
+    pk, _ = _prefetched(tk)
+    pk[(1,)](x, x, sums, 0, rows, stride, n)  # y is x
+    np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sums[0], want_total, rtol=1e-5)
+
+
+def test_a_row_read_after_the_previous_iteration_wrote_it():
+    rows, n = 6, 50
+    x0 = np.random.default_rng(5).standard_normal(rows * n).astype(np.float32)
+    want = x0.astype(np.float64).copy()
+    for r in range(1, rows):
+        prev = want[(r - 1) * n:r * n].copy()
+        want[r * n:(r + 1) * n] = prev * 0.5 + prev.sum() * 0.25
+    tk = _tile_kernel(_recurrence, (1,), (x0.copy(), rows, n), BLOCK=64)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.versioned"] == 1
+    x = x0.copy()
+    pk[(1,)](x, rows, n)
+    np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_loop_without_stores_needs_no_check():
+    rows, n = 9, 70
+    x = np.random.default_rng(6).standard_normal(rows * n).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    tk = _tile_kernel(_row_maxes, (1,), (x, out, rows, n), BLOCK=128)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.loops"] == 1 and stats["prefetch-loads.versioned"] == 0
+    assert "scf.if" not in pk.asm["tir"]
+    for r in (0, 1, rows):
+        out[:] = np.nan
+        pk[(1,)](x, out, r, n)
+        want = x[:r * n].max() if r else -np.inf
+        assert out[0] == want
+
+
+def test_the_budget_leaves_wide_rows_alone():
+    # 4096 fp32 on one warp: 512 bytes a thread, over the 128 the pass allows.
+    x = np.zeros(4 * 4096, np.float32)
+    out = np.zeros(1, np.float32)
+    tk = _tile_kernel(_row_maxes, (1,), (x, out, 4, 4096), BLOCK=4096)
+    _, stats = _prefetched(tk, num_warps=1)
+    assert stats["prefetch-loads.loops"] == 0
+    _, stats = _prefetched(tk, num_warps=32)  # 16 bytes a thread
+    assert stats["prefetch-loads.loops"] == 1
+    # 1024 threads have 64 registers each: an eighth of them (32 bytes) is the budget there.
+    x = np.zeros(2 * 32768, np.float32)
+    tk = _tile_kernel(_row_maxes, (1,), (x, out, 2, 32768), BLOCK=32768)
+    _, stats = _prefetched(tk, num_warps=32)  # 128 bytes a thread
+    assert stats["prefetch-loads.loops"] == 0
+    _, stats = _prefetched(tk, num_warps=8)  # 512 bytes a thread: over the 128 of any size
+    assert stats["prefetch-loads.loops"] == 0
+
+
+def test_the_gpu_compile_prefetches():
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "sums_ptr": "*fp32", "row_start": "i32",
+           "row_end": "i32", "stride": "i32", "n": "i32"}
+    for target in ("sm_90a", "sm_80"):
+        ck = tritium.compile(_norm_rows, signature=sig, constexprs={"BLOCK": 1024},
+                             num_warps=8, target=target, use_cache=False)
+        assert "prefetch" not in ck.asm["tir"]  # the tile IR (the CPU executor's) is as written
+        gir = ck.asm["gir"]
+        assert "prefetched = 1" in gir and "scf.if" in gir, gir[:2000]
+        # Two copies of the row loop in the PTX, one load ahead of the prefetching one.
+        ptx = ck.asm["ptx"]
+        assert ptx.count("ld.global") >= 3, ptx
