@@ -44,6 +44,12 @@ namespace {
 constexpr int kMaxRematOps = 48;
 // Leaves converted instead of rebuilt: at most this many per tree.
 constexpr int kMaxLeafConversions = 2;
+// A conversion of a small loaded vector into a slice layout (a vector about
+// to be broadcast onto a tile) is replaced by the load in that layout when
+// the vector has at most this many elements and the slice gives each thread
+// at most this many of them.
+constexpr int64_t kMaxReloadElements = 256;
+constexpr int64_t kMaxReloadRegs = 16;
 
 int64_t elements(const Type *t) {
   int64_t n = 1;
@@ -260,6 +266,22 @@ bool replaceConversions(Function &f, PassStats &stats) {
         real.leafLimit = dry.leafLimit;
         replacement = real.remat(src, want, true);
         stats.add("gpu.ops-rematerialized", real.created);
+      } else if (src->definingOp() && src->definingOp()->code() == OpCode::Load &&
+                 want->kind() == GPULayout::Kind::Slice &&
+                 elements(src->type()) <= kMaxReloadElements &&
+                 linearOf(withLayout(src->type(), want)).numRegs() <= kMaxReloadRegs) {
+        // A small loaded vector broadcast onto a tile (Liger's mhc_pre:
+        // h[:, None] * g, h loaded coalesced, one element a thread) is
+        // loaded again in the tile's slice, as Triton's rematerialization
+        // does: each thread reads its few elements (the same addresses across
+        // a warp: one transaction, from L1 after the first warp) instead of a
+        // round trip through shared memory and its barriers.
+        Rematerializer again(c);
+        if (again.reload(src, want, false)) {
+          Rematerializer real(c);
+          replacement = real.reload(src, want, true);
+          stats.add("gpu.loads-reloaded");
+        }
       }
     }
     if (!replacement)
