@@ -18,39 +18,11 @@
 // costs at most a register across the loop; a hoisted tensor costs one a
 // thread per element, which a loop near its register limit cannot afford
 // (ptxas rematerializes what is cheap to recompute), so tensors stay.
-#include "tritium/transforms/fold.h"
 #include "tritium/transforms/passes.h"
+#include "tritium/transforms/rewrite.h"
 
 namespace tritium {
 namespace {
-
-bool definedOutside(const Value *v, const Operation *loop) {
-  Block *b = v->isBlockArg() ? v->ownerBlock() : v->definingOp()->parentBlock();
-  while (b) {
-    Operation *parent = b->parentOp();
-    if (parent == loop)
-      return false;
-    b = parent ? parent->parentBlock() : nullptr;
-  }
-  return true;
-}
-
-bool isSpeculatable(const Operation *op) {
-  switch (op->code()) {
-  case OpCode::DivSI:
-  case OpCode::RemSI:
-  case OpCode::DivUI:
-  case OpCode::RemUI: {
-    auto d = getConstant(op->operand(1));
-    if (!d || d->bits == 0)
-      return false;
-    bool isSignedOp = op->code() == OpCode::DivSI || op->code() == OpCode::RemSI;
-    return !(isSignedOp && d->sext() == -1);
-  }
-  default:
-    return true;
-  }
-}
 
 bool canHoist(const Operation *op, const Operation *loop, bool scalarsOnly) {
   if (!op->hasTrait(PURE) || op->numRegions() != 0 || op->hasTrait(TERM))
@@ -60,7 +32,7 @@ bool canHoist(const Operation *op, const Operation *loop, bool scalarsOnly) {
       if (r->type()->isTensor())
         return false;
   for (Value *v : op->operands())
-    if (!definedOutside(v, loop))
+    if (isDefinedInside(v, loop))
       return false;
   return isSpeculatable(op);
 }

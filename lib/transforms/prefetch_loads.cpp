@@ -72,36 +72,6 @@ constexpr int64_t kMaxBytesPerThread = 128;
 const Type *i64Type() { return Type::scalar(DType::I64); }
 const Type *i1Type() { return Type::scalar(DType::I1); }
 
-bool isInsideOp(const Value *v, const Operation *loop) {
-  const Block *b =
-      v->isBlockArg() ? v->ownerBlock() : v->definingOp()->parentBlock();
-  while (b) {
-    const Operation *parent = b->parentOp();
-    if (parent == loop)
-      return true;
-    b = parent ? parent->parentBlock() : nullptr;
-  }
-  return false;
-}
-
-bool isSpeculatable(const Operation *op) {
-  switch (op->code()) {
-  case OpCode::DivSI:
-  case OpCode::RemSI:
-  case OpCode::DivUI:
-  case OpCode::RemUI: {
-    auto d = getConstant(op->operand(1));
-    if (!d || d->bits == 0)
-      return false;
-    bool isSignedOp =
-        op->code() == OpCode::DivSI || op->code() == OpCode::RemSI;
-    return !(isSignedOp && d->sext() == -1);
-  }
-  default:
-    return true;
-  }
-}
-
 int64_t elementBytes(const Type *t) {
   const Type *s = t->scalarType();
   if (s->isPointer())
@@ -197,7 +167,7 @@ private:
   std::optional<Interval> compute(Value *v) {
     if (v == iv_)
       return ivRange_;
-    if (!isInsideOp(v, loop_)) {
+    if (!isDefinedInside(v, loop_)) {
       if (!v->type()->isTensor())
         return point(v);
       if (v->isBlockArg())
@@ -290,7 +260,7 @@ private:
 // loop, in program order; false when `v` depends on anything else.
 bool collectSlice(Value *v, Operation *loop, Block &body,
                   std::set<Operation *> &seen, std::vector<Operation *> &out) {
-  if (!isInsideOp(v, loop))
+  if (!isDefinedInside(v, loop))
     return true;
   if (v->isBlockArg())
     return v == body.argument(0);

@@ -1,5 +1,6 @@
 // Rewriting utilities shared by the passes (see rewrite.h).
 #include "tritium/transforms/rewrite.h"
+#include "tritium/transforms/fold.h"
 
 namespace tritium {
 
@@ -115,6 +116,34 @@ bool isInside(const Operation *op, const Region &region) {
     b = parent->parentBlock();
   }
   return false;
+}
+
+bool isDefinedInside(const Value *v, const Operation *op) {
+  const Block *b = v->isBlockArg() ? v->ownerBlock() : v->definingOp()->parentBlock();
+  while (b) {
+    const Operation *parent = b->parentOp();
+    if (parent == op)
+      return true;
+    b = parent ? parent->parentBlock() : nullptr;
+  }
+  return false;
+}
+
+bool isSpeculatable(const Operation *op) {
+  switch (op->code()) {
+  case OpCode::DivSI:
+  case OpCode::RemSI:
+  case OpCode::DivUI:
+  case OpCode::RemUI: {
+    auto d = getConstant(op->operand(1));
+    if (!d || d->bits == 0)
+      return false;
+    bool isSignedOp = op->code() == OpCode::DivSI || op->code() == OpCode::RemSI;
+    return !(isSignedOp && d->sext() == -1);
+  }
+  default:
+    return true;
+  }
 }
 
 } // namespace tritium

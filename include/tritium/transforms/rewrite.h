@@ -55,4 +55,14 @@ int64_t eraseOps(Function &f, const std::unordered_set<Operation *> &ops);
 /// True when `op` is nested (at any depth) in `region`.
 bool isInside(const Operation *op, const Region &region);
 
+/// True when `v` is defined inside `op`'s regions: a block argument of one of
+/// their blocks, or a result of an op nested in them (at any depth).
+bool isDefinedInside(const Value *v, const Operation *op);
+
+/// Whether `op` may run where the program would not have run it (hoisted
+/// out of a loop that may run zero times, or run for an iteration that does
+/// not exist): every op but an integer division or remainder whose divisor
+/// is not a constant that cannot trap (zero, or -1 for a signed one).
+bool isSpeculatable(const Operation *op);
+
 } // namespace tritium
