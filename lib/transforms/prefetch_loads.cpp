@@ -114,23 +114,32 @@ struct Emitter {
   }
 };
 
+// A value's range as an affine function of the induction variable:
+// coef * iv + [lo, hi] for every element (coef null: 0). i64 scalars.
+struct Affine {
+  Value *coef = nullptr;
+  Value *lo = nullptr, *hi = nullptr;
+};
+
 struct Interval {
   Value *lo, *hi; // i64 scalars
 };
 
 // Interval arithmetic over a pointer's or offset's computation, emitted as
-// scalar ops before the loop. `ok` collects the range checks of narrow ops.
+// scalar ops before the loop, affine in the induction variable where the
+// computation is (so that two rows a stride apart are told apart).
+// `ok` collects the range checks of narrow ops.
 class RangeBuilder {
 public:
   RangeBuilder(Emitter &e, Operation *loop) : e_(e), loop_(loop) {
     Block &body = loop->region(0).front();
     iv_ = body.argument(0);
-    Value *lb = e_.toI64(loop->operand(0));
+    lb_ = e_.toI64(loop->operand(0));
     Value *ub = e_.toI64(loop->operand(1));
-    ivRange_ = {lb, e_.op(OpCode::SubI, {ub, e_.i64(1)}, i64Type())};
+    last_ = e_.op(OpCode::SubI, {ub, e_.i64(1)}, i64Type());
   }
 
-  std::optional<Interval> of(Value *v) {
+  std::optional<Affine> of(Value *v) {
     auto it = memo_.find(v);
     if (it != memo_.end())
       return it->second;
@@ -139,34 +148,69 @@ public:
     return r;
   }
 
+  // The range over every iteration: iv in [lb, ub - 1].
+  Interval fold(const Affine &a) {
+    if (!a.coef)
+      return {a.lo, a.hi};
+    Value *e1 = mul(a.coef, lb_), *e2 = mul(a.coef, last_);
+    return {add(a.lo, e_.op(OpCode::MinSI, {e1, e2}, i64Type())),
+            add(a.hi, e_.op(OpCode::MaxSI, {e1, e2}, i64Type()))};
+  }
+
+  Value *coefOrZero(const Affine &a) { return a.coef ? a.coef : e_.i64(0); }
+  Value *add(Value *a, Value *b) { return e_.op(OpCode::AddI, {a, b}, i64Type()); }
+  Value *sub(Value *a, Value *b) { return e_.op(OpCode::SubI, {a, b}, i64Type()); }
+  Value *mul(Value *a, Value *b) { return e_.op(OpCode::MulI, {a, b}, i64Type()); }
+
   Value *ok() const { return ok_; }
 
 private:
-  std::optional<Interval> point(Value *v) {
+  std::optional<Affine> point(Value *v) {
     const Type *t = v->type();
     if (t->isTensor())
       return std::nullopt;
     if (!t->isPointer() && !isInteger(t->dtype()))
       return std::nullopt;
     Value *x = e_.toI64(v);
-    return Interval{x, x};
+    return Affine{nullptr, x, x};
   }
 
-  // Checks that [r.lo, r.hi] fits `t`'s integer type (narrower than 64 bits).
-  void checkFits(const Interval &r, const Type *t) {
+  // Checks that the value's range fits `t`'s integer type (narrower than 64
+  // bits).
+  void checkFits(const Affine &a, const Type *t) {
     DType d = t->scalarType()->isPointer() ? DType::I64 : t->scalarType()->dtype();
     int w = bitWidth(d);
     if (w >= 64)
       return;
+    Interval r = fold(a);
     int64_t lo = isSigned(d) ? -(int64_t(1) << (w - 1)) : 0;
     int64_t hi = isSigned(d) ? (int64_t(1) << (w - 1)) - 1 : (int64_t(1) << w) - 1;
     ok_ = e_.andI(ok_, e_.cmp("sge", r.lo, e_.i64(lo)));
     ok_ = e_.andI(ok_, e_.cmp("sle", r.hi, e_.i64(hi)));
   }
 
-  std::optional<Interval> compute(Value *v) {
-    if (v == iv_)
-      return ivRange_;
+  Value *addCoef(Value *a, Value *b, bool subtract) {
+    if (!a && !b)
+      return nullptr;
+    if (!b)
+      return a;
+    if (!a)
+      return subtract ? sub(e_.i64(0), b) : b;
+    return subtract ? sub(a, b) : add(a, b);
+  }
+
+  // [lo, hi] * p for a point p of either sign.
+  Affine scale(const Affine &a, Value *p) {
+    Value *x = mul(a.lo, p), *y = mul(a.hi, p);
+    return {a.coef ? mul(a.coef, p) : nullptr, e_.op(OpCode::MinSI, {x, y}, i64Type()),
+            e_.op(OpCode::MaxSI, {x, y}, i64Type())};
+  }
+
+  std::optional<Affine> compute(Value *v) {
+    if (v == iv_) {
+      Value *z = e_.i64(0);
+      return Affine{e_.i64(1), z, z};
+    }
     if (!isDefinedInside(v, loop_)) {
       if (!v->type()->isTensor())
         return point(v);
@@ -182,12 +226,12 @@ private:
       if (!c || c->isFloat())
         return std::nullopt;
       Value *x = e_.i64(c->asInt());
-      return Interval{x, x};
+      return Affine{nullptr, x, x};
     }
     case OpCode::MakeRange: {
       Value *lo = e_.i64(d->intAttr("start"));
       Value *hi = e_.i64(d->intAttr("end") - 1);
-      return Interval{lo, hi};
+      return Affine{nullptr, lo, hi};
     }
     case OpCode::Splat:
     case OpCode::Broadcast:
@@ -210,24 +254,25 @@ private:
       auto b = of(d->operand(1));
       if (!a || !b)
         return std::nullopt;
-      Interval r;
+      Affine r;
       if (d->code() == OpCode::AddI) {
-        r = {e_.op(OpCode::AddI, {a->lo, b->lo}, i64Type()),
-             e_.op(OpCode::AddI, {a->hi, b->hi}, i64Type())};
+        r = {addCoef(a->coef, b->coef, false), add(a->lo, b->lo), add(a->hi, b->hi)};
       } else if (d->code() == OpCode::SubI) {
-        r = {e_.op(OpCode::SubI, {a->lo, b->hi}, i64Type()),
-             e_.op(OpCode::SubI, {a->hi, b->lo}, i64Type())};
+        r = {addCoef(a->coef, b->coef, true), sub(a->lo, b->hi), sub(a->hi, b->lo)};
+      } else if (!b->coef && b->lo == b->hi) {
+        r = scale(*a, b->lo); // e.g. iv * stride
+      } else if (!a->coef && a->lo == a->hi) {
+        r = scale(*b, a->lo);
       } else {
-        Value *p[4] = {e_.op(OpCode::MulI, {a->lo, b->lo}, i64Type()),
-                       e_.op(OpCode::MulI, {a->lo, b->hi}, i64Type()),
-                       e_.op(OpCode::MulI, {a->hi, b->lo}, i64Type()),
-                       e_.op(OpCode::MulI, {a->hi, b->hi}, i64Type())};
+        // Not affine in the iv: the product of the whole ranges.
+        Interval x = fold(*a), y = fold(*b);
+        Value *p[4] = {mul(x.lo, y.lo), mul(x.lo, y.hi), mul(x.hi, y.lo), mul(x.hi, y.hi)};
         Value *lo = p[0], *hi = p[0];
         for (int k = 1; k < 4; ++k) {
           lo = e_.op(OpCode::MinSI, {lo, p[k]}, i64Type());
           hi = e_.op(OpCode::MaxSI, {hi, p[k]}, i64Type());
         }
-        r = {lo, hi};
+        r = {nullptr, lo, hi};
       }
       checkFits(r, v->type());
       return r;
@@ -238,10 +283,8 @@ private:
       if (!p || !o)
         return std::nullopt;
       Value *size = e_.i64(elementBytes(d->operand(0)->type()->scalarType()->pointee()));
-      Value *olo = e_.op(OpCode::MulI, {o->lo, size}, i64Type());
-      Value *ohi = e_.op(OpCode::MulI, {o->hi, size}, i64Type());
-      return Interval{e_.op(OpCode::AddI, {p->lo, olo}, i64Type()),
-                      e_.op(OpCode::AddI, {p->hi, ohi}, i64Type())};
+      Affine so = scale(*o, size); // size > 0: the order stays
+      return Affine{addCoef(p->coef, so.coef, false), add(p->lo, so.lo), add(p->hi, so.hi)};
     }
     default:
       return std::nullopt;
@@ -251,9 +294,9 @@ private:
   Emitter &e_;
   Operation *loop_;
   Value *iv_;
-  Interval ivRange_;
+  Value *lb_, *last_;
   Value *ok_ = nullptr;
-  std::map<Value *, std::optional<Interval>> memo_;
+  std::map<Value *, std::optional<Affine>> memo_;
 };
 
 // The body ops computing `v` from the iv and values defined outside the
@@ -470,23 +513,55 @@ void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
   Block scratch;
   Emitter e{&scratch, scratch.ops().end(), loop->loc()};
   RangeBuilder ranges(e, loop);
+  Block &body = loop->region(0).front();
+  std::map<const Operation *, int> position;
+  for (auto &op : body.ops())
+    position[op.get()] = (int)position.size();
+  Value *shift = nullptr; // bytes a unit of coef moves in one step: coef * step
+  Value *step = e.toI64(loop->operand(2));
   Value *disjoint = nullptr;
+  // [aLo, aHi + aSize) and [bLo, bHi + bSize) do not overlap.
+  auto apart = [&](Value *aLo, Value *aHi, int64_t aSize, Value *bLo, Value *bHi,
+                   int64_t bSize) {
+    Value *aEnd = ranges.add(aHi, e.i64(aSize)), *bEnd = ranges.add(bHi, e.i64(bSize));
+    return e.op(OpCode::OrI, {e.cmp("sle", aEnd, bLo), e.cmp("sle", bEnd, aLo)}, i1Type());
+  };
   for (Operation *s : stores) {
-    auto rs = ranges.of(s->operand(0));
-    if (!rs)
+    auto as = ranges.of(s->operand(0));
+    if (!as)
       return;
     int64_t ss = elementBytes(s->operand(0)->type()->scalarType()->pointee());
+    const Operation *top = s;
+    while (top->parentBlock() != &body)
+      top = top->parentOp();
     for (const Candidate &c : cands) {
-      auto rl = ranges.of(c.load->operand(0));
-      if (!rl)
+      auto al = ranges.of(c.load->operand(0));
+      if (!al)
         return;
       int64_t ls = elementBytes(c.load->operand(0)->type()->scalarType()->pointee());
-      Value *sEnd = e.op(OpCode::AddI, {rs->hi, e.i64(ss)}, i64Type());
-      Value *lEnd = e.op(OpCode::AddI, {rl->hi, e.i64(ls)}, i64Type());
-      Value *apart = e.op(OpCode::OrI,
-                          {e.cmp("sle", sEnd, rl->lo), e.cmp("sle", lEnd, rs->lo)},
-                          i1Type());
-      disjoint = e.andI(disjoint, apart);
+      // Apart over the whole loop...
+      Interval fs = ranges.fold(*as), fl = ranges.fold(*al);
+      Value *ok = apart(fs.lo, fs.hi, ss, fl.lo, fl.hi, ls);
+      // ...or, both affine in the iv with one coefficient (rows a stride
+      // apart, e.g. an in-place call), apart where the load moved past the
+      // store: the load of iteration i+1 now precedes this store of
+      // iteration i when the store comes after the load in the body, and of
+      // iteration i+1 when it comes before.
+      if (as->coef || al->coef) {
+        Value *cs = ranges.coefOrZero(*as), *cl = ranges.coefOrZero(*al);
+        Value *same = e.cmp("eq", cs, cl);
+        Value *rowApart;
+        if (position[top] < position[c.load]) {
+          rowApart = apart(as->lo, as->hi, ss, al->lo, al->hi, ls);
+        } else {
+          shift = ranges.mul(cl, step);
+          rowApart = apart(as->lo, as->hi, ss, ranges.add(al->lo, shift),
+                           ranges.add(al->hi, shift), ls);
+        }
+        ok = e.op(OpCode::OrI, {ok, e.op(OpCode::AndI, {same, rowApart}, i1Type())},
+                  i1Type());
+      }
+      disjoint = e.andI(disjoint, ok);
     }
   }
   if (Value *ok = ranges.ok())

@@ -183,3 +183,83 @@ def test_the_gpu_compile_prefetches():
         # Two copies of the row loop in the PTX, one load ahead of the prefetching one.
         ptx = ck.asm["ptx"]
         assert ptx.count("ld.global") >= 3, ptx
+
+
+@tritium.jit
+def _store_then_load(y_ptr, out_ptr, rows, n, BLOCK: tl.constexpr):
+    # Row r is written, then read back, in the same iteration: the load of row
+    # r + 1 must not move above the store of row r + 1.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    total = 0.0
+    for r in range(0, rows):
+        tl.store(y_ptr + r * n + offs, (offs + r).to(tl.float32), mask=m)
+        v = tl.load(y_ptr + r * n + offs, mask=m, other=0.0)
+        total += tl.sum(v, axis=0)
+    tl.store(out_ptr, total)
+
+
+@pytest.mark.parametrize("stride", [128, 100, 64])
+def test_in_place_rows_a_stride_apart(stride):
+    # y is x: each row is read, then written in place. Rows of 100 elements
+    # (128 lanes, masked) `stride` apart: disjoint rows at 128, overlapping
+    # unmasked lanes at 100 and overlapping rows at 64 (the loop as written).
+    rows, n = 6, 100 if stride >= 100 else stride
+    rng = np.random.default_rng(8)
+    x0 = rng.standard_normal(rows * stride + 128).astype(np.float32)
+    want = x0.astype(np.float64).copy()
+    total = 0.0
+    for r in range(rows):
+        row = want[r * stride:r * stride + n].copy()
+        s = (row * row).sum()
+        total += s
+        want[r * stride:r * stride + n] = row / (s + 1.0)
+    sums = np.zeros(1, np.float32)
+    tk = _tile_kernel(_norm_rows, (1,), (x0.copy(), x0.copy(), sums, 0, rows, stride, n), BLOCK=128)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.versioned"] == 1
+    x = x0.copy()
+    pk[(1,)](x, x, sums, 0, rows, stride, n)
+    np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sums[0], total, rtol=1e-5)
+
+
+def test_a_row_stored_before_it_is_loaded():
+    # Rows exactly BLOCK apart: row r + 1's load would not overlap row r's
+    # store; it is row r + 1's own store that it must follow.
+    rows, n = 5, 64
+    y = np.full(rows * n, np.nan, np.float32)
+    out = np.zeros(1, np.float32)
+    tk = _tile_kernel(_store_then_load, (1,), (y.copy(), out, rows, n), BLOCK=64)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.versioned"] == 1
+    pk[(1,)](y, out, rows, n)
+    want = sum(float(np.arange(n).sum() + r * n) for r in range(rows))
+    assert out[0] == want
+
+
+@tritium.jit
+def _double_stride(x_ptr, rows, n, BLOCK: tl.constexpr):
+    # Reads row r, writes row 2r: iteration 1 writes the row iteration 2
+    # reads. The addresses are affine in r with different coefficients.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    for r in range(0, rows):
+        v = tl.load(x_ptr + r * n + offs, mask=m, other=0.0)
+        s = tl.sum(v, axis=0)
+        tl.store(x_ptr + 2 * r * n + offs, v * 0.5 + s, mask=m)
+
+
+def test_rows_at_different_strides():
+    rows, n = 4, 64
+    x0 = np.random.default_rng(9).standard_normal(2 * rows * n).astype(np.float32)
+    want = x0.astype(np.float64).copy()
+    for r in range(rows):
+        v = want[r * n:(r + 1) * n].copy()
+        want[2 * r * n:(2 * r + 1) * n] = v * 0.5 + v.sum()
+    tk = _tile_kernel(_double_stride, (1,), (x0.copy(), rows, n), BLOCK=64)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.versioned"] == 1
+    x = x0.copy()
+    pk[(1,)](x, rows, n)
+    np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-5)
