@@ -34,16 +34,21 @@
 // in place, dX and dY one tensor). So where the body stores, the loop is
 // versioned on a check computed before it:
 //   scf.if %disjoint { prefetching loop } else { the loop as written }
-// %disjoint: for every store and every prefetched load, the address ranges
-// they can touch over the whole loop do not overlap. A range comes from
-// interval arithmetic on the pointer's slice (make_range, splat, broadcast,
-// expand_dims, reshape, trans, extsi/extui, addi, subi, muli, addptr; the
-// induction variable spans [lb, ub - 1]; values defined outside the loop are
-// points; masks are ignored, which only widens a range). Any narrower-than-
-// 64-bit op whose interval leaves its type's range makes the check fail
-// (the program's own arithmetic might wrap there); 64-bit arithmetic is
-// assumed not to wrap. A store or load whose slice the arithmetic does not
-// cover leaves the loop alone.
+// %disjoint: for every store and every prefetched load, either the address
+// ranges they can touch over the whole loop do not overlap, or both move by
+// the same bytes an iteration and the load of iteration i+1 misses the store
+// it now precedes (rows a stride apart, e.g. Liger's rms_norm backward, which
+// writes dX over dY): the store of iteration i when the store comes after the
+// load in the body, the store of iteration i+1 when it comes before. Ranges
+// come from interval arithmetic on the pointer's slice, affine in the
+// induction variable (coef * iv + [lo, hi]; make_range, splat, broadcast,
+// expand_dims, reshape, trans, extsi/extui, addi, subi, muli, addptr; a
+// product of two iv-dependent values is ranged over all iterations; values
+// defined outside the loop are points; masks are ignored, which only widens
+// a range). Any narrower-than-64-bit op whose range leaves its type makes the
+// check fail (the program's own arithmetic might wrap there); 64-bit
+// arithmetic is assumed not to wrap. A store or load whose slice the
+// arithmetic does not cover leaves the loop alone.
 //
 // Registers: each prefetched value lives across the loop. Loads are taken in
 // body order while their bytes per thread (elements x bytes / threads) add up
