@@ -56,20 +56,13 @@ int64_t hoistFrom(Operation *loop, bool scalarsOnly) {
 }
 
 int64_t visitRegion(Region &region, bool scalarsOnly) {
+  // Innermost loops first, so that an op hoisted out of an inner loop can
+  // leave the outer one too.
   int64_t hoisted = 0;
-  for (auto &block : region.blocks()) {
-    // Hoisting inserts into this block; walk a snapshot.
-    std::vector<Operation *> ops;
-    for (auto &op : block->ops())
-      if (op->numRegions() != 0)
-        ops.push_back(op.get());
-    for (Operation *op : ops) {
-      for (unsigned r = 0; r < op->numRegions(); ++r)
-        hoisted += visitRegion(op->region(r), scalarsOnly);
-      if (op->code() == OpCode::For || op->code() == OpCode::While)
-        hoisted += hoistFrom(op, scalarsOnly);
-    }
-  }
+  walkRegionOpsInnermostFirst(region, [&](Operation *op) {
+    if (op->code() == OpCode::For || op->code() == OpCode::While)
+      hoisted += hoistFrom(op, scalarsOnly);
+  });
   return hoisted;
 }
 

@@ -522,7 +522,6 @@ void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
   std::map<const Operation *, int> position;
   for (auto &op : body.ops())
     position[op.get()] = (int)position.size();
-  Value *shift = nullptr; // bytes a unit of coef moves in one step: coef * step
   Value *step = e.toI64(loop->operand(2));
   Value *disjoint = nullptr;
   // [aLo, aHi + aSize) and [bLo, bHi + bSize) do not overlap.
@@ -559,7 +558,7 @@ void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
         if (position[top] < position[c.load]) {
           rowApart = apart(as->lo, as->hi, ss, al->lo, al->hi, ls);
         } else {
-          shift = ranges.mul(cl, step);
+          Value *shift = ranges.mul(cl, step); // the load's bytes a step
           rowApart = apart(as->lo, as->hi, ss, ranges.add(al->lo, shift),
                            ranges.add(al->hi, shift), ls);
         }
@@ -601,27 +600,15 @@ void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
   n.versioned += 1;
 }
 
-void visitRegion(Function &f, Region &region, int numWarps, Counts &n) {
-  for (auto &block : region.blocks()) {
-    std::vector<Operation *> ops;
-    for (auto &op : block->ops())
-      if (op->numRegions() != 0)
-        ops.push_back(op.get());
-    for (Operation *op : ops) {
-      for (unsigned r = 0; r < op->numRegions(); ++r)
-        visitRegion(f, op->region(r), numWarps, n);
-      if (op->code() == OpCode::For)
-        visitLoop(f, op, numWarps, n);
-    }
-  }
-}
-
 } // namespace
 
 void prefetchLoads(Module &m, const PipelineOptions &opts, PassStats &stats) {
   Counts n;
   for (auto &f : m.functions())
-    visitRegion(*f, f->body(), numWarpsOf(*f, opts), n);
+    walkRegionOpsInnermostFirst(f->body(), [&](Operation *op) {
+      if (op->code() == OpCode::For)
+        visitLoop(*f, op, numWarpsOf(*f, opts), n);
+    });
   stats.add("prefetch-loads.loops", n.loops);
   stats.add("prefetch-loads.loads", n.loads);
   stats.add("prefetch-loads.versioned", n.versioned);

@@ -118,6 +118,21 @@ bool isInside(const Operation *op, const Region &region) {
   return false;
 }
 
+void walkRegionOpsInnermostFirst(Region &region,
+                                 const std::function<void(Operation *)> &fn) {
+  for (auto &block : region.blocks()) {
+    std::vector<Operation *> ops;
+    for (auto &op : block->ops())
+      if (op->numRegions() != 0)
+        ops.push_back(op.get());
+    for (Operation *op : ops) {
+      for (unsigned r = 0; r < op->numRegions(); ++r)
+        walkRegionOpsInnermostFirst(op->region(r), fn);
+      fn(op);
+    }
+  }
+}
+
 bool isDefinedInside(const Value *v, const Operation *op) {
   const Block *b = v->isBlockArg() ? v->ownerBlock() : v->definingOp()->parentBlock();
   while (b) {

@@ -55,6 +55,12 @@ int64_t eraseOps(Function &f, const std::unordered_set<Operation *> &ops);
 /// True when `op` is nested (at any depth) in `region`.
 bool isInside(const Operation *op, const Region &region);
 
+/// Calls `fn` on every op of `region` that has regions (loops, ifs), the ops
+/// nested in it first. Each block is walked from a snapshot of its ops, so
+/// `fn` may insert ops into the block or move the op it is given.
+void walkRegionOpsInnermostFirst(Region &region,
+                                 const std::function<void(Operation *)> &fn);
+
 /// True when `v` is defined inside `op`'s regions: a block argument of one of
 /// their blocks, or a result of an op nested in them (at any depth).
 bool isDefinedInside(const Value *v, const Operation *op);
