@@ -12,8 +12,7 @@
 //
 // What it does, per innermost scf.for whose body reduces (tt.reduce,
 // tt.reduce_combine or tt.scan: the loops whose loads nothing else hides),
-// has no tt.dot (those loads belong to the GPU pipeliner), a constant
-// positive step, and no side effect but tt.store:
+// has no tt.dot, a constant positive step, and no side effect but tt.store:
 //   %v = tt.load %p(iv)[, %m(iv)[, %o]]        (directly in the body)
 // becomes
 //   %v0 = tt.load %p(lb), %m(lb) & (lb < ub)   -- before the loop
@@ -27,6 +26,24 @@
 // cloned for lb and for iv+step). An iteration that does not run loads
 // nothing (its lanes are masked off), so no address is touched that the
 // loop would not touch. A volatile load stays.
+//
+// The slice may also read an integer or pointer iter arg that the body
+// advances by pure ops of the induction variable, the arg itself and values
+// from outside (`ptrs += stride`, `curr_m += BLOCK_M`, the form of Triton's
+// attention tutorial): iteration lb reads its init, iteration i+1 the advance
+// cloned at the top of the body from iteration i's value.
+//
+// Loops with a dot: the GPU compile runs the pass a second time, on the GPU
+// IR after the layout passes, and there it takes only loops with a tt.dot
+// (or ttng.warp_group_dot): the attention backward's dK/dV loop loads the
+// rows' statistics (M, Delta: vectors broadcast onto the dot's result) in
+// every iteration, and each iteration's exp2 waited for them (ptxas issued
+// them under the first wgmma, which is short). Triton copies them a stage
+// ahead with cp.async. Here, as above, one iteration ahead in registers, in
+// the slice layout their users read (in the tile IR they would be carried
+// in a default layout and converted through shared memory every
+// iteration). Only vectors and scalars that feed no dot operand: tiles are
+// the GPU pipeliner's, or would add their registers to the accumulators'.
 //
 // Stores: the load of iteration i+1 now comes before the stores of
 // iteration i. That is only allowed when no such store can write what it
@@ -55,11 +72,15 @@
 // to at most kMaxBytesPerThread, and to at most an eighth of the registers a
 // thread has when the program's threads fill the SM's 64K registers: at 1024
 // threads a thread has 64, and Liger's cross-entropy forward (1024 threads,
-// 32 fp32 a thread ahead) ran 11 % slower with them prefetched.
+// 32 fp32 a thread ahead) ran 11 % slower with them prefetched. In a loop
+// with a dot a vector counts a quarter of its bytes a thread (an mma tile's
+// columns: each thread holds N/4 of them), and the loop's carried tensors
+// (the accumulators) plus the prefetched values stay within half of a
+// thread's registers.
 //
-// The GPU compile runs it before convert-to-gpu (lib/target/nvidia/pipeline.cpp):
-// the register budget needs num_warps, and the CPU executor has no latency to
-// hide. Counters: prefetch-loads.loops, prefetch-loads.loads, prefetch-loads.versioned.
+// The GPU compile runs it before convert-to-gpu and again after the layout
+// passes (lib/target/nvidia/pipeline.cpp): the register budget needs
+// num_warps, and the CPU executor has no latency to hide. Counters: prefetch-loads.loops, prefetch-loads.loads, prefetch-loads.versioned.
 #include "tritium/transforms/fold.h"
 #include "tritium/transforms/passes.h"
 #include "tritium/transforms/rewrite.h"
@@ -304,14 +325,15 @@ private:
   std::map<Value *, std::optional<Affine>> memo_;
 };
 
-// The body ops computing `v` from the iv and values defined outside the
-// loop, in program order; false when `v` depends on anything else.
-bool collectSlice(Value *v, Operation *loop, Block &body,
+// The body ops computing `v` from the iv, the iter args in `args` and values
+// defined outside the loop, in program order; false when `v` depends on
+// anything else.
+bool collectSlice(Value *v, Operation *loop, Block &body, const std::set<Value *> &args,
                   std::set<Operation *> &seen, std::vector<Operation *> &out) {
   if (!isDefinedInside(v, loop))
     return true;
   if (v->isBlockArg())
-    return v == body.argument(0);
+    return v == body.argument(0) || args.count(v);
   Operation *d = v->definingOp();
   if (seen.count(d))
     return true;
@@ -319,16 +341,45 @@ bool collectSlice(Value *v, Operation *loop, Block &body,
       !isSpeculatable(d))
     return false;
   for (Value *o : d->operands())
-    if (!collectSlice(o, loop, body, seen, out))
+    if (!collectSlice(o, loop, body, args, seen, out))
       return false;
   seen.insert(d);
   out.push_back(d);
   return true;
 }
 
+// An iter arg whose next value the body computes from the iv, the arg itself
+// and values defined outside (`curr_m += BLOCK_M`, `ptrs += step`): its value
+// at iteration i+1 is that computation (`update`, program order) evaluated at
+// iteration i, so a load whose address reads the arg can still be computed
+// one iteration ahead.
+struct Advance {
+  Value *arg;
+  Value *init;
+  std::vector<Operation *> update;
+};
+
+std::map<Value *, Advance> advancingArgs(Operation *loop) {
+  Block &body = loop->region(0).front();
+  Operation *yield = body.terminator();
+  std::map<Value *, Advance> out;
+  for (unsigned k = 0; k + 1 < body.numArguments(); ++k) {
+    Value *arg = body.argument(k + 1);
+    const Type *e = arg->type()->scalarType();
+    if (!e->isPointer() && !isInteger(e->dtype()))
+      continue; // indices and pointers advance; a float is an accumulator
+    Advance a{arg, loop->operand(3 + k), {}};
+    std::set<Operation *> seen;
+    if (collectSlice(yield->operand(k), loop, body, {arg}, seen, a.update))
+      out.emplace(arg, std::move(a));
+  }
+  return out;
+}
+
 struct Candidate {
   Operation *load;
   std::vector<Operation *> slice; // program order
+  std::set<Value *> args;         // the advancing iter args it reads
 };
 
 int numWarpsOf(Function &f, const PipelineOptions &opts) {
@@ -339,8 +390,11 @@ int numWarpsOf(Function &f, const PipelineOptions &opts) {
   return opts.numWarps;
 }
 
-// Whether the loop qualifies (see the top of the file); collects its stores.
-bool qualifies(Operation *loop, std::vector<Operation *> &stores) {
+// Whether the loop qualifies (see the top of the file); collects its stores
+// and says whether it has a tt.dot.
+bool qualifies(Operation *loop, std::vector<Operation *> &stores, bool &hasDot) {
+  if (loop->hasAttr("prefetched"))
+    return false; // the tile-level run's loop, seen again in the GPU IR
   if (loop->hasAttr("unroll"))
     return false;
   Block &body = loop->region(0).front();
@@ -351,15 +405,18 @@ bool qualifies(Operation *loop, std::vector<Operation *> &stores) {
   if (!step || step->asInt() <= 0)
     return false;
   bool reduces = false, ok = true;
+  hasDot = false;
   for (auto &op : body.ops())
     op->walk([&](Operation *o) {
       switch (o->code()) {
       case OpCode::For:
       case OpCode::While:
-      case OpCode::Dot:
-      case OpCode::WarpGroupDot:
       case OpCode::Call:
         ok = false;
+        return;
+      case OpCode::Dot:
+      case OpCode::WarpGroupDot:
+        hasDot = true;
         return;
       case OpCode::Reduce:
       case OpCode::ReduceCombine:
@@ -369,21 +426,86 @@ bool qualifies(Operation *loop, std::vector<Operation *> &stores) {
       case OpCode::Store:
         stores.push_back(o);
         return;
+      case OpCode::LocalAlloc: // a dot operand's shared copy (GPU IR)
+        return;
       default:
         if (o->hasTrait(WRITE))
           ok = false; // atomics, prints, asserts, barriers, side-effecting asm
         return;
       }
     });
-  return ok && reduces;
+  return ok && (reduces || hasDot);
 }
 
-std::vector<Candidate> candidatesOf(Operation *loop, int numWarps) {
+// Whether `v` reaches a tt.dot operand through ops that only reshape or
+// convert it (the GPU pipeliner's loads: copied into shared memory there).
+bool feedsDot(Value *v, Function &f) {
+  bool found = false;
+  f.walk([&](Operation *o) {
+    if (found)
+      return;
+    for (unsigned i = 0; i < o->numOperands(); ++i) {
+      if (o->operand(i) != v)
+        continue;
+      switch (o->code()) {
+      case OpCode::Dot:
+      case OpCode::WarpGroupDot:
+        found = found || i < 2;
+        break;
+      case OpCode::LocalAlloc:
+      case OpCode::LocalLoad:
+      case OpCode::Trans:
+      case OpCode::Reshape:
+      case OpCode::ExpandDims:
+      case OpCode::Broadcast:
+      case OpCode::ConvertLayout:
+      case OpCode::ExtF:
+      case OpCode::TruncF:
+      case OpCode::Bitcast:
+        found = found || feedsDot(o->result(0), f);
+        break;
+      default:
+        break;
+      }
+    }
+  });
+  return found;
+}
+
+// Bytes a thread holds of a prefetched value. In a loop with a dot the
+// vector usually meets an mma tile (`m[None, :]` on the accumulator), whose
+// layout gives a thread a quarter of the columns, not numel / threads.
+int64_t bytesPerThread(const Type *t, int64_t threads, bool dotLoop) {
+  if (!t->isTensor())
+    return elementBytes(t);
+  int64_t total = t->numElements() * elementBytes(t);
+  return std::max<int64_t>(1, dotLoop ? std::max(total / threads, total / 4) : total / threads);
+}
+
+std::vector<Candidate> candidatesOf(Function &f, Operation *loop, int numWarps, bool dotLoop) {
   Block &body = loop->region(0).front();
   std::vector<Candidate> out;
   int64_t bytes = 0;
   const int64_t threads = 32 * int64_t(numWarps);
-  const int64_t budget = std::min<int64_t>(kMaxBytesPerThread, 65536 / threads * 4 / 8);
+  int64_t budget = std::min<int64_t>(kMaxBytesPerThread, 65536 / threads * 4 / 8);
+  if (dotLoop) {
+    // What lives across the whole loop (the accumulators, carried) and the
+    // prefetched values stay within half of a thread's registers: at head
+    // dim 128 with 128-row blocks, the attention backward's dK and dV take
+    // 128 of them, and 32 more made ptxas spill.
+    int64_t carried = 0;
+    for (unsigned k = 1; k < body.numArguments(); ++k) {
+      const Type *t = body.argument(k)->type();
+      if (t->isTensor())
+        carried += t->numElements() * elementBytes(t) / threads;
+    }
+    int64_t regs = std::min<int64_t>(255, 65536 / threads);
+    budget = std::min(budget, regs * 4 / 2 - carried);
+  }
+  std::map<Value *, Advance> advancing = advancingArgs(loop);
+  std::set<Value *> args;
+  for (auto &kv : advancing)
+    args.insert(kv.first);
   for (auto &opp : body.ops()) {
     Operation *op = opp.get();
     if (op->code() != OpCode::Load)
@@ -391,29 +513,41 @@ std::vector<Candidate> candidatesOf(Operation *loop, int numWarps) {
     if (op->hasAttr("volatile") && op->boolAttr("volatile"))
       continue;
     const Type *t = op->result()->type();
-    int64_t b = t->isTensor()
-                    ? std::max<int64_t>(1, t->numElements() * elementBytes(t) / threads)
-                    : elementBytes(t);
+    // In a loop with a dot, the tiles feeding it are the GPU pipeliner's
+    // (cp.async, num_stages ahead); a tile for anything else is left alone
+    // too (its registers would join the accumulators'). Vectors and scalars
+    // (a row's statistics, a scale) go ahead in registers.
+    if (dotLoop && ((t->isTensor() && t->rank() > 1) || feedsDot(op->result(), f)))
+      continue;
+    int64_t b = bytesPerThread(t, threads, dotLoop);
     if (bytes + b > budget)
       continue;
-    Candidate c{op, {}};
+    Candidate c{op, {}, {}};
     std::set<Operation *> seen;
     bool ok = true;
     for (Value *v : op->operands())
-      ok = ok && collectSlice(v, loop, body, seen, c.slice);
+      ok = ok && collectSlice(v, loop, body, args, seen, c.slice);
     if (!ok)
       continue;
+    for (Value *v : op->operands())
+      if (args.count(v))
+        c.args.insert(v);
+    for (Operation *s : c.slice)
+      for (Value *v : s->operands())
+        if (args.count(v))
+          c.args.insert(v);
     bytes += b;
     out.push_back(std::move(c));
   }
   return out;
 }
 
-// Clones `c`'s slice and load before `pos` with the iv replaced by `iv`, the
-// mask and-ed with `inRange` (a scalar i1); returns the new load's result.
-Value *cloneLoad(const Candidate &c, Value *oldIv, Value *iv, Value *inRange,
+// Clones `c`'s slice and load before `pos` with the iv and iter args
+// replaced as `base` says, the mask and-ed with `inRange` (a scalar i1);
+// returns the new load's result.
+Value *cloneLoad(const Candidate &c, const std::map<Value *, Value *> &base, Value *inRange,
                  Block &block, Block::iterator pos) {
-  std::map<Value *, Value *> map{{oldIv, iv}};
+  std::map<Value *, Value *> map = base;
   for (Operation *s : c.slice)
     block.insert(pos, s->clone(map));
   Operation *ld = c.load;
@@ -464,15 +598,37 @@ void prefetch(Function &f, Operation *loop, const std::vector<Candidate> &cands)
   Emitter top{&body, body.ops().begin(), loop->loc()};
   Value *next = top.op(OpCode::AddI, {iv, step}, iv->type());
   Value *nextInRange = inRangeAfter(top, iv, step, ub);
+  // Iteration lb reads the iter args' inits; iteration i+1 their updates
+  // computed from iteration i's values (cloned at the top of the body).
+  std::map<Value *, Value *> first{{iv, lb}}, ahead{{iv, next}};
+  std::set<Value *> used;
+  for (const Candidate &c : cands)
+    used.insert(c.args.begin(), c.args.end());
+  if (!used.empty()) {
+    std::map<Value *, Advance> advancing = advancingArgs(loop);
+    for (Value *a : used) {
+      const Advance &adv = advancing.at(a);
+      std::map<Value *, Value *> map;
+      for (Operation *s : adv.update)
+        body.insert(top.pos, s->clone(map));
+      Operation *yield = body.terminator();
+      unsigned k = 0;
+      while (body.argument(k + 1) != a)
+        ++k;
+      Value *y = yield->operand(k);
+      first[a] = adv.init;
+      ahead[a] = map.count(y) ? map[y] : y;
+    }
+  }
   Operation *yield = body.terminator();
   for (const Candidate &c : cands) {
-    Value *first = cloneLoad(c, iv, lb, runs, outer, outer.find(loop));
-    loop->operands().push_back(first);
+    Value *firstVal = cloneLoad(c, first, runs, outer, outer.find(loop));
+    loop->operands().push_back(firstVal);
     Value *carried = body.addArgument(c.load->result()->type());
     carried->nameHint = c.load->result()->nameHint;
-    Value *ahead = cloneLoad(c, iv, next, nextInRange, body, body.find(c.load));
+    Value *aheadVal = cloneLoad(c, ahead, nextInRange, body, body.find(c.load));
     replaceAllUsesIn(loop->region(0), c.load->result(), carried);
-    yield->operands().push_back(ahead);
+    yield->operands().push_back(aheadVal);
     loop->addResult(c.load->result()->type());
     c.load->erase();
   }
@@ -499,11 +655,28 @@ struct Counts {
   int64_t loops = 0, loads = 0, versioned = 0;
 };
 
-void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
+// Whether `f` is GPU IR: its tensors have layouts.
+bool laidOut(Function &f) {
+  bool found = false;
+  f.walk([&](Operation *o) {
+    for (Value *r : o->results())
+      found = found || (r->type()->isTensor() && r->type()->layout());
+  });
+  return found;
+}
+
+void visitLoop(Function &f, Operation *loop, int numWarps, bool gpuIR, Counts &n) {
   std::vector<Operation *> stores;
-  if (!qualifies(loop, stores))
+  bool hasDot = false;
+  if (!qualifies(loop, stores, hasDot))
     return;
-  auto cands = candidatesOf(loop, numWarps);
+  // Reducing loops in the tile IR; loops with a dot in the GPU IR, where the
+  // vectors they load already have the layout their users read (carried in
+  // a loop before layouts were chosen, the value would take a default layout
+  // and be converted through shared memory every iteration).
+  if (hasDot != gpuIR)
+    return;
+  auto cands = candidatesOf(f, loop, numWarps, hasDot);
   if (cands.empty())
     return;
   if (stores.empty()) {
@@ -591,7 +764,7 @@ void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
   thenB->push_back(Operation::create(OpCode::Yield, copy->results(), {}, {}, loop->loc()));
   elseB->push_back(Operation::create(OpCode::Yield, orig->results(), {}, {}, loop->loc()));
   // The candidates, found again in the copy (same body order).
-  auto copyCands = candidatesOf(copy, numWarps);
+  auto copyCands = candidatesOf(f, copy, numWarps, hasDot);
   if (copyCands.size() != cands.size())
     throw InternalError("prefetch-loads: the copy of a loop has other candidates");
   prefetch(f, copy, copyCands);
@@ -604,11 +777,13 @@ void visitLoop(Function &f, Operation *loop, int numWarps, Counts &n) {
 
 void prefetchLoads(Module &m, const PipelineOptions &opts, PassStats &stats) {
   Counts n;
-  for (auto &f : m.functions())
+  for (auto &f : m.functions()) {
+    bool gpuIR = laidOut(*f);
     walkRegionOpsInnermostFirst(f->body(), [&](Operation *op) {
       if (op->code() == OpCode::For)
-        visitLoop(*f, op, numWarpsOf(*f, opts), n);
+        visitLoop(*f, op, numWarpsOf(*f, opts), gpuIR, n);
     });
+  }
   stats.add("prefetch-loads.loops", n.loops);
   stats.add("prefetch-loads.loads", n.loads);
   stats.add("prefetch-loads.versioned", n.versioned);

@@ -20,8 +20,9 @@ const PassTable &tilePasses() {
        "Hoist loop-invariant pure ops with scalar results out of scf.for/scf.while",
        licmScalars},
       {"prefetch-loads",
-       "Load a reducing loop's next iteration ahead, in registers (versioned on "
-       "store/load disjointness)",
+       "Load a loop's next iteration ahead, in registers: a reducing loop's loads "
+       "(tile IR; versioned on store/load disjointness), a dot loop's vectors "
+       "(GPU IR)",
        prefetchLoads},
       {"widen-offsets",
        "Compute offsets into tensors of 2^31+ elements (tt.int64_offsets) in i64",

@@ -263,3 +263,102 @@ def test_rows_at_different_strides():
     x = x0.copy()
     pk[(1,)](x, rows, n)
     np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-5)
+
+
+@tritium.jit
+def _pointer_rows(x_ptr, out_ptr, rows, n, BLOCK: tl.constexpr):
+    # The row pointer is carried by the loop and advanced by the body, as
+    # kernels written `ptrs += stride` do: row r + 1 is loaded through the
+    # advance computed from row r's pointer.
+    offs = tl.arange(0, BLOCK)
+    ptrs = x_ptr + offs
+    best = -float("inf")
+    for r in range(0, rows):
+        x = tl.load(ptrs, mask=offs < n, other=-float("inf"))
+        best = tl.maximum(best, tl.max(x, axis=0) + r)
+        ptrs += n
+    tl.store(out_ptr, best)
+
+
+def test_a_pointer_advanced_by_the_loop():
+    rows, n = 7, 90
+    x = np.random.default_rng(10).standard_normal(rows * n).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    tk = _tile_kernel(_pointer_rows, (1,), (x, out, rows, n), BLOCK=128)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.loops"] == 1 and stats["prefetch-loads.loads"] == 1
+    for r in (0, 1, rows):
+        out[:] = np.nan
+        pk[(1,)](x, out, r, n)
+        want = max(x[i * n:(i + 1) * n].max() + i for i in range(r)) if r else -np.inf
+        assert out[0] == np.float32(want)
+
+
+@tritium.jit
+def _dot_rows(K, Q, M, D, Out, n, BLOCK: tl.constexpr):
+    # The attention backward's dK/dV loop in small: a dot per block of query
+    # rows, whose row statistics (M by the induction variable, D by an offset
+    # the loop advances) are vectors loaded in the loop.
+    offs = tl.arange(0, BLOCK)
+    k = tl.load(K + offs[:, None] * BLOCK + offs[None, :])
+    acc = tl.zeros([BLOCK, BLOCK], tl.float32)
+    curr = 0
+    for start in range(0, n, BLOCK):
+        rows = start + offs
+        qt = tl.load(Q + rows[None, :] * BLOCK + offs[:, None], mask=rows[None, :] < n, other=0.0)
+        m = tl.load(M + rows, mask=rows < n, other=float("inf"))
+        d = tl.load(D + curr + offs, mask=curr + offs < n, other=0.0)
+        p = tl.math.exp2(tl.dot(k, qt) - m[None, :]) * d[None, :]
+        acc = tl.dot(p.to(tl.float16), k, acc)
+        curr += BLOCK
+    tl.store(Out + offs[:, None] * BLOCK + offs[None, :], acc)
+
+
+_GPU_LAYOUT_PASSES = ["convert-to-gpu", "remove-layout-conversions", "accelerate-matmul",
+                      "propagate-layouts", "remove-layout-conversions"]
+
+
+@pytest.mark.parametrize("n", [0, 64, 100, 192])
+def test_a_dot_loop_prefetches_its_vectors_in_the_gpu_ir(n):
+    # The GPU compile's second run: on the laid-out IR, M and D go one block
+    # ahead; the executor runs that IR beside the tile IR as written.
+    B = 64
+    rng = np.random.default_rng(11)
+    K = (rng.standard_normal((B, B)) * 0.1).astype(np.float16)
+    Q = (rng.standard_normal((max(n, 1), B)) * 0.1).astype(np.float16)
+    M = rng.standard_normal(max(n, 1)).astype(np.float32)
+    D = rng.standard_normal(max(n, 1)).astype(np.float32)
+    want = np.full((B, B), np.nan, np.float32)
+    tk = _tile_kernel(_dot_rows, (1,), (K, Q, M, D, want, n), BLOCK=B)
+    module = C.parse_module(re.sub(r"num_warps = \d+", "num_warps = 4", tk.asm["tir"]), "<dot>")
+    C.run_passes(module, _GPU_LAYOUT_PASSES, True, num_warps=4)
+    stats = C.run_passes(module, ["prefetch-loads"], True, num_warps=4)
+    assert stats["prefetch-loads.loops"] == 1 and stats["prefetch-loads.loads"] == 2
+    text = C.print_module(module, False)
+    assert "prefetched = 2" in text
+    pk = copy.copy(tk)
+    pk.module = module
+    got = np.full((B, B), np.nan, np.float32)
+    pk[(1,)](K, Q, M, D, got, n)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_dot_loop_is_left_to_the_gpu_ir():
+    # On the tile IR (before layouts) the pass leaves a loop with a dot alone.
+    B = 64
+    K = np.zeros((B, B), np.float16)
+    out = np.zeros((B, B), np.float32)
+    tk = _tile_kernel(_dot_rows, (1,), (K, K, out, out, out, B), BLOCK=B)
+    _, stats = _prefetched(tk)
+    assert stats["prefetch-loads.loops"] == 0
+
+
+def test_the_gpu_compile_prefetches_a_dot_loops_vectors():
+    sig = {"K": "*fp16", "Q": "*fp16", "M": "*fp32", "D": "*fp32", "Out": "*fp32", "n": "i32"}
+    for target in ("sm_90a", "sm_80"):
+        ck = tritium.compile(_dot_rows, signature=sig, constexprs={"BLOCK": 64}, num_warps=4,
+                             target=target, use_cache=False)
+        assert "prefetch" not in ck.asm["tir"]
+        assert "prefetched = 2" in ck.asm["gir"], ck.asm["gir"][:3000]
+        # The dot's operand is still the GPU pipeliner's: copied into shared memory.
+        assert "cp.async" in ck.asm["ptx"]

@@ -148,6 +148,13 @@ void compileKernel(const Module &m, const std::string &kernel,
                   "accelerate-matmul",         // tl.dot: mma / FMA layouts
                   "propagate-layouts",         // softmax after a dot: mma too
                   "remove-layout-conversions", // e.g. the zero accumulator
+              },
+              r.stats, opts, gpu::gpuPasses());
+    // A dot loop's vector loads (the attention backward's row statistics)
+    // one iteration ahead, now that they have the layout their users read.
+    runPasses(*gm, {"prefetch-loads"}, r.stats, opts, tilePasses());
+    runPasses(*gm,
+              {
                   "pipeline", // loads into shared memory: num_stages ahead
                   "fuse-multiply-add", // a * b + c: one fma (fp fusion)
               },
