@@ -144,13 +144,14 @@ py::object errorObject(const py::module_ &m, const CompileOutcome &o) {
   }
 }
 
-const char *kJobShape = "(module, kernel, target, num_warps, num_stages[, bounds_check])";
+const char *kJobShape =
+    "(module, kernel, target, num_warps, num_stages[, bounds_check[, skip_passes]])";
 
 /// A job of compile_batch. A bad target is the job's own failure (its slot
 /// reports the UserError), not the batch's.
 CompileJob toJob(py::handle h, size_t index, bool withPtxas, std::optional<UserError> &bad) {
   py::tuple t = py::reinterpret_borrow<py::object>(h).cast<py::tuple>();
-  if (t.size() != 5 && t.size() != 6)
+  if (t.size() < 5 || t.size() > 7)
     throw py::value_error("compile_batch: job " + std::to_string(index) + " must be " +
                           kJobShape);
   if (!py::isinstance<Module>(t[0]))
@@ -159,13 +160,15 @@ CompileJob toJob(py::handle h, size_t index, bool withPtxas, std::optional<UserE
   CompileJob job;
   job.module = t[0].cast<std::shared_ptr<Module>>();
   job.kernel = t[1].cast<std::string>();
-  bool boundsCheck = t.size() == 6 && t[5].cast<bool>();
+  bool boundsCheck = t.size() >= 6 && t[5].cast<bool>();
   try {
     job.opts = makeOptions(t[2].cast<std::string>(), t[3].cast<int>(), t[4].cast<int>(),
                            boundsCheck);
   } catch (const UserError &e) {
     bad = e;
   }
+  if (t.size() == 7)
+    job.opts.skipPasses = t[6].cast<std::vector<std::string>>();
   job.opts.assemble = withPtxas;
   return job;
 }
@@ -177,7 +180,7 @@ void bindCompile(py::module_ &m) {
       "compile_to_ptx",
       [](std::shared_ptr<Module> mod, const std::string &kernel, const std::string &target,
          int numWarps, int numStages, bool boundsCheck, bool enableFpFusion, bool tilePasses,
-         bool ptxas, bool verifyEach, bool gpuIR) {
+         bool ptxas, bool verifyEach, bool gpuIR, std::vector<std::string> skipPasses) {
         if (gpuIR && tilePasses)
           throw py::value_error("compile_to_ptx: gpu_ir and tile_passes exclude each other");
         CompileJob job;
@@ -190,6 +193,7 @@ void bindCompile(py::module_ &m) {
         job.opts.enableFpFusion = enableFpFusion;
         job.opts.assemble = ptxas;
         job.opts.verifyEach = verifyEach;
+        job.opts.skipPasses = std::move(skipPasses);
         CompileResult r;
         {
           // compileKernel works on its own clone of the module.
@@ -202,6 +206,7 @@ void bindCompile(py::module_ &m) {
       py::arg("num_warps") = 4, py::arg("num_stages") = 3, py::arg("bounds_check") = false,
       py::kw_only(), py::arg("enable_fp_fusion") = true, py::arg("tile_passes") = false,
       py::arg("ptxas") = false, py::arg("verify_each") = false, py::arg("gpu_ir") = false,
+      py::arg("skip_passes") = std::vector<std::string>{},
       "The whole GPU compile of `kernel` (compileKernel): tile IR after the default "
       "pipeline (tile_passes=True: as built, the tile passes run first) -> GPU IR -> PTX "
       "for `target`, and with ptxas=True the cubin. Returns dict(name, gir, ptx, "
@@ -215,7 +220,8 @@ void bindCompile(py::module_ &m) {
       "name)], sites=[(kind, param, elem_bytes, file, line, col)], unchecked, "
       "record_bytes). verify_each: run the verifier after every pass. gpu_ir=True: the "
       "module is GPU IR (every tensor has a layout, e.g. hand-written text): only the "
-      "shared-memory passes and emission run.");
+      "shared-memory passes and emission run. skip_passes: optimizations left out (see "
+      "TRITIUM_DISABLE_PASSES).");
 
   m.def(
       "compile_batch",

@@ -87,19 +87,21 @@ struct LastLaunch {
 
 /// The environment variables that change what the slow path builds.
 struct EnvState {
-  static constexpr const char *kNames[2] = {"TRITIUM_DEBUG", "TRITIUM_TARGET"};
-  std::optional<std::string> value[2]; // unset: nullopt
+  static constexpr int kCount = 3;
+  static constexpr const char *kNames[kCount] = {"TRITIUM_DEBUG", "TRITIUM_TARGET",
+                                                 "TRITIUM_DISABLE_PASSES"};
+  std::optional<std::string> value[kCount]; // unset: nullopt
 
   static EnvState now() {
     EnvState s;
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < kCount; ++i)
       if (const char *v = std::getenv(kNames[i]))
         s.value[i] = v;
     return s;
   }
   /// Whether the environment still holds these values (no allocation).
   bool current() const {
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < kCount; ++i) {
       const char *v = std::getenv(kNames[i]);
       if (v ? !value[i] || *value[i] != v : value[i].has_value())
         return false;
@@ -125,10 +127,11 @@ struct Launcher {
   /// tensor's device is checked (one get_device() call each).
   bool everyDevice = false;
   LastLaunch last;
-  /// $TRITIUM_DEBUG and $TRITIUM_TARGET as they were when `entries` were
-  /// installed: the slow path builds differently under other values
-  /// (bounds-checked, another target), so a launch under other values takes
-  /// it. Two getenv calls per launch (about 50 ns).
+  /// $TRITIUM_DEBUG, $TRITIUM_TARGET and $TRITIUM_DISABLE_PASSES as they
+  /// were when `entries` were installed: the slow path builds differently
+  /// under other values (bounds-checked, another target, other passes), so
+  /// a launch under other values takes it. Three getenv calls per launch
+  /// (about 75 ns).
   EnvState env;
 };
 

@@ -42,6 +42,9 @@ void runPasses(Module &m, const std::vector<std::string> &passes,
     infos.push_back(p);
   }
   for (const PassInfo *p : infos) {
+    if (std::find(opts.skipPasses.begin(), opts.skipPasses.end(), p->name) !=
+        opts.skipPasses.end())
+      continue;
     try {
       p->run(m, opts, stats);
     } catch (const UserError &) {

@@ -17,7 +17,7 @@ import _attention_bwd_kernels as bwd
 HAS_PTXAS = tritium.errors.load_C().ptxas_path() is not None
 
 
-def compile_kernel(kern, dtype, target, constexprs, warps, stages):
+def compile_kernel(kern, dtype, target, constexprs, warps, stages, use_cache=False):
     sig = {}
     for p in kern.params:
         if p.name in constexprs:
@@ -31,7 +31,7 @@ def compile_kernel(kern, dtype, target, constexprs, warps, stages):
         else:
             sig[p.name] = "i32"
     return tritium.compile(kern, signature=sig, constexprs=constexprs, target=target,
-                           num_warps=warps, num_stages=stages, use_cache=False,
+                           num_warps=warps, num_stages=stages, use_cache=use_cache,
                            divisible_by_16=[n for n in sig if n not in ("sm_scale", "H")])
 
 

@@ -103,3 +103,12 @@ def test_autograd_function(dtype):
     for g, r in zip((q.grad, k.grad, v.grad), refs):
         assert not torch.isnan(g).any()
         assert rel_err(g, r) < TOL[dtype]
+
+
+@pytest.mark.parametrize("passes", ["prefetch-loads", "pipeline", "remove-layout-conversions",
+                                    "propagate-layouts", "fuse-multiply-add"])
+def test_attention_backward_without_an_optimization(passes, monkeypatch):
+    # TRITIUM_DISABLE_PASSES: the kernels compiled without the pass compute the same gradients
+    # (a ragged N, so the masks of the prefetched and pipelined loads matter).
+    monkeypatch.setenv("TRITIUM_DISABLE_PASSES", passes)
+    check(torch.float16, 1, 2, 1000, 64, True, bwd.DEFAULT_CONFIG)

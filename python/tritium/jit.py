@@ -398,9 +398,10 @@ def _run_gpu(jit_fn, bound, key, params, values, grid, options, warmup):
     except AttributeError:
         gpu_cache = jit_fn.gpu_cache = {}
     debug = _debug.debug_enabled(jit_fn, options)
-    # The target too: $TRITIUM_TARGET may change between launches.
+    # The target too: $TRITIUM_TARGET may change between launches (and so may
+    # $TRITIUM_DISABLE_PASSES).
     target = _cuda.default_target(device)
-    ck = (key, num_warps, num_stages, device, target, debug)
+    ck = (key, num_warps, num_stages, device, target, debug, _compiler.disabled_passes())
     kernel = gpu_cache.get(ck)
     if kernel is None:
         try:

@@ -797,6 +797,31 @@ TEST(PassesManager, WrapsFailuresAndNamesThePass) {
   }
 }
 
+TEST(PassesManager, SkipsThePassesTheOptionsName) {
+  // 1 + 2 stays unfolded when canonicalize is skipped; the other passes run
+  // (the dump sees them), and an unknown name still fails first.
+  const char *text = "tt.func @k(%p: !tt.ptr<i32>) attributes {kernel = true} {\n"
+                     "  %a = arith.constant {value = 1} : i32\n"
+                     "  %b = arith.constant {value = 2} : i32\n"
+                     "  %c = arith.addi %a, %b : i32\n"
+                     "  tt.store %p, %c\n"
+                     "  tt.return\n}\n";
+  auto m = parse(text);
+  PassStats stats;
+  PipelineOptions opts;
+  opts.skipPasses = {"canonicalize"};
+  std::vector<std::string> ran;
+  opts.printAfter = {"all"};
+  opts.dump = [&](const std::string &pass, const Module &) { ran.push_back(pass); };
+  runPasses(*m, {"canonicalize", "cse"}, stats, opts);
+  EXPECT_EQ(ran, std::vector<std::string>{"cse"});
+  EXPECT_EQ(count(printNoLoc(*m), "arith.addi"), 1);
+  EXPECT_THROW(runPasses(*m, {"canonicalize", "nope"}, stats, opts), InternalError);
+  opts.skipPasses.clear();
+  runPasses(*m, {"canonicalize"}, stats, opts);
+  EXPECT_EQ(count(printNoLoc(*m), "arith.addi"), 0);
+}
+
 TEST(PassesManager, VerifiesAfterEachPassAndDumps) {
   // Invalid IR (mismatched operand types) that cse leaves alone: the
   // verifier after cse reports it, naming cse.

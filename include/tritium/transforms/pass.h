@@ -50,7 +50,8 @@ std::vector<std::string> defaultPipeline();
 /// thrown inside a pass that is not a UserError is rethrown as InternalError
 /// saying which pass failed. With opts.verifyEach, the verifier failing after
 /// a pass is an InternalError naming that pass; opts.dump receives the IR
-/// after the passes opts.printAfter names.
+/// after the passes opts.printAfter names. Passes named in opts.skipPasses
+/// are left out.
 void runPasses(Module &m, const std::vector<std::string> &passes,
                PassStats &stats, const PipelineOptions &opts = {},
                const PassTable &table = tilePasses());

@@ -49,6 +49,11 @@ struct PipelineOptions {
   /// Assemble the PTX with ptxas, the compile driver's last step (the
   /// runtime hands PTX to the driver's JIT otherwise).
   bool assemble = false;
+  /// Optimizations the GPU compile leaves out (TRITIUM_DISABLE_PASSES): a
+  /// user's workaround for a pass that miscompiles, and a way to measure
+  /// what one gains. Only passes whose output is correct without them may
+  /// be named (checkOptions in lib/target/nvidia/pipeline.cpp says which).
+  std::vector<std::string> skipPasses;
 
   // ---- the pass manager ----------------------------------------------------
   /// Run the verifier after every pass (tests and debug builds).

@@ -3,6 +3,8 @@
 // what runs, in which order, with which options.
 #include "tritium/target/nvidia/pipeline.h"
 
+#include <algorithm>
+
 #include "emitter.h"
 #include "register_cap.h"
 
@@ -57,6 +59,21 @@ void checkOptions(const PipelineOptions &opts) {
     throw UserError("num_stages must be at least 1, found " +
                         std::to_string(opts.numStages),
                     {});
+  // The optimizations a kernel is correct without: each only makes faster
+  // code of what the passes before it made.
+  static const char *const kOptional[] = {"prefetch-loads", "remove-layout-conversions",
+                                          "propagate-layouts", "pipeline",
+                                          "fuse-multiply-add"};
+  for (const std::string &name : opts.skipPasses) {
+    if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
+      continue;
+    std::string list;
+    for (const char *n : kOptional)
+      list += std::string(list.empty() ? "" : ", ") + n;
+    throw UserError("TRITIUM_DISABLE_PASSES: '" + name +
+                        "' is not a pass the GPU compile can leave out; these can: " + list,
+                    {});
+  }
 }
 
 /// Keeps only `kernel` in `m`: its calls were inlined by the tile passes,

@@ -59,6 +59,14 @@ compile_stats = {"batches": 0, "batch_jobs": 0, "precompiled": 0, "precompiled_u
 _precompiled = {}
 
 
+def disabled_passes():
+    """The optimizations TRITIUM_DISABLE_PASSES names (comma-separated; the GPU compile
+    rejects a name it cannot leave out), sorted: part of the cache key, so a kernel compiled
+    without them is never read back for a compile with them."""
+    names = os.environ.get("TRITIUM_DISABLE_PASSES", "")
+    return tuple(sorted({n.strip() for n in names.split(",") if n.strip()}))
+
+
 def compile_times_enabled():
     return os.environ.get("TRITIUM_COMPILE_TIMES", "") not in ("", "0")
 
@@ -105,13 +113,14 @@ class _Pending:
     """A specialisation through the front half: its tile IR, waiting for the
     back half (PTX, cubin) and the cache store."""
 
-    __slots__ = ("tile", "target", "num_warps", "num_stages", "bounds_check", "store", "key",
-                 "times", "t0")
+    __slots__ = ("tile", "target", "num_warps", "num_stages", "bounds_check", "skip", "store",
+                 "key", "times", "t0")
 
-    def __init__(self, tile, target, num_warps, num_stages, bounds_check, store, key, times, t0):
+    def __init__(self, tile, target, num_warps, num_stages, bounds_check, skip, store, key,
+                 times, t0):
         self.tile, self.target, self.store, self.key = tile, target, store, key
         self.num_warps, self.num_stages = num_warps, num_stages
-        self.bounds_check = bounds_check
+        self.bounds_check, self.skip = bounds_check, skip
         self.times, self.t0 = times, t0
 
 
@@ -124,6 +133,7 @@ def _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, name
     C = load_C()
     num_warps, num_stages = _check_launch_options(num_warps, num_stages)
     ptxas = C.ptxas_path()
+    skip = disabled_passes()
     store = _cache.default_cache() if use_cache else None
     key = None
     if store is not None:
@@ -131,6 +141,8 @@ def _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, name
                    "name": name}
         if bounds_check:
             options["bounds_check"] = True
+        if skip:
+            options["disable_passes"] = list(skip)
         key = _cache.make_key(jit_fn, spec_key, options,
                               extra="ptxas=" + (_ptxas_identity(C, ptxas) if ptxas else "none"))
         blobs = store.get(key)
@@ -148,8 +160,8 @@ def _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, name
     if times is not None:
         times["lookup"] = _ms(t0)
     tile = compile_tile(jit_fn, params, name, times, dump=False)
-    return _Pending(tile, target, num_warps, num_stages, bool(bounds_check), store, key, times,
-                    t0)
+    return _Pending(tile, target, num_warps, num_stages, bool(bounds_check), skip, store, key,
+                    times, t0)
 
 
 def _compile_error(C, e, tile):
@@ -226,8 +238,8 @@ def _compile_back(C, pending, num_threads=0, publish=None):
     if batch is None:
         raise NotImplementedError("this build of tritium._C has no NVIDIA backend "
                                   "(_C.compile_batch); rebuild with `make build`")
-    jobs = [(p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages, p.bounds_check)
-            for p in pending]
+    jobs = [(p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages, p.bounds_check,
+             list(p.skip)) for p in pending]
     results = batch(jobs, None, num_threads) if jobs else []
     out = []
     for p, res in zip(pending, results):

@@ -1,0 +1,89 @@
+"""TRITIUM_DISABLE_PASSES: the GPU compile leaves out the optimizations it names (a user's
+workaround for a pass that miscompiles, and a way to measure what a pass gains). Compiled
+without a GPU: each optional pass left out in turn, for sm_90a and sm_80, on kernels that
+exercise it (the attention backward's dK/dV loop: a dot loop with vector loads; a reducing row
+loop); the GPU IR shows the pass's work gone and ptxas assembles the PTX. A name the compile
+cannot leave out is a clear error, and the setting is part of the cache key."""
+
+import pytest
+
+import tritium
+import tritium.language as tl
+import _attention_bwd_kernels as bwd
+from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
+
+OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
+            "fuse-multiply-add"]
+
+
+@tritium.jit
+def _row_norms(x_ptr, y_ptr, rows, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    for r in range(0, rows):
+        x = tl.load(x_ptr + r * n + offs, mask=m, other=0.0)
+        s = tl.sum(x * x, axis=0)
+        tl.store(y_ptr + r, s * 0.5 + 1.0)
+
+
+def _dkdv(target):
+    return compile_kernel(bwd.attn_bwd_dkdv, "fp16", target,
+                          dict(HEAD_DIM=64, BLOCK_M=64, BLOCK_N=128, CAUSAL=False), 8, 2)
+
+
+def _rows(target):
+    return tritium.compile(_row_norms, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                                  "rows": "i32", "n": "i32"},
+                           constexprs={"BLOCK": 1024}, target=target, num_warps=4,
+                           use_cache=False)
+
+
+# What each pass leaves in the GPU IR of the kernel that shows it.
+SIGNS = {"prefetch-loads": (_dkdv, "prefetched ="),
+         "pipeline": (_dkdv, "ttg.async_copy_global_to_local"),
+         "fuse-multiply-add": (_rows, "math.fma")}
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("name", OPTIONAL)
+def test_each_optional_pass_can_be_left_out(name, target, monkeypatch):
+    monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
+    with_pass = {f: f(target) for f in (_dkdv, _rows)}
+    monkeypatch.setenv("TRITIUM_DISABLE_PASSES", name)
+    without = {f: f(target) for f in (_dkdv, _rows)}
+    for f, k in without.items():
+        assert k.asm["gir"] != "" and k.asm["ptx"] != ""
+        if HAS_PTXAS:
+            assert k.asm.get("cubin"), f"{name} left out, {f.__name__}: no cubin"
+    if name in SIGNS:
+        f, sign = SIGNS[name]
+        assert sign in with_pass[f].asm["gir"]
+        assert sign not in without[f].asm["gir"]
+    else:
+        # Layout passes: the same kernel, at most other layouts and more conversions.
+        assert without[_dkdv].asm["gir"].count("ttg.convert_layout") >= \
+            with_pass[_dkdv].asm["gir"].count("ttg.convert_layout")
+
+
+def test_a_pass_the_compile_needs_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("TRITIUM_DISABLE_PASSES", "prefetch-loads, convert-to-gpu")
+    with pytest.raises(tritium.CompilationError,
+                       match=r"'convert-to-gpu' is not a pass the GPU compile can leave out; "
+                             r"these can: prefetch-loads, remove-layout-conversions"):
+        _rows("sm_90a")
+
+
+def test_the_setting_is_part_of_the_cache_key(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
+
+    def dkdv():
+        return compile_kernel(bwd.attn_bwd_dkdv, "fp16", "sm_90a",
+                              dict(HEAD_DIM=64, BLOCK_M=64, BLOCK_N=128,
+                                   CAUSAL=False), 8, 2, use_cache=True)
+    first = dkdv()
+    assert "prefetched =" in first.asm["gir"]
+    monkeypatch.setenv("TRITIUM_DISABLE_PASSES", "prefetch-loads")
+    assert "prefetched =" not in dkdv().asm["gir"]  # not the entry compiled with the pass
+    monkeypatch.delenv("TRITIUM_DISABLE_PASSES")
+    assert dkdv().asm["gir"] == first.asm["gir"]
