@@ -12,7 +12,8 @@
 //
 // What it does, per innermost scf.for whose body reduces (tt.reduce,
 // tt.reduce_combine or tt.scan: the loops whose loads nothing else hides),
-// has no tt.dot, a constant positive step, and no side effect but tt.store:
+// has no tt.dot, a step that is positive where it is a constant, and no side
+// effect but tt.store:
 //   %v = tt.load %p(iv)[, %m(iv)[, %o]]        (directly in the body)
 // becomes
 //   %v0 = tt.load %p(lb), %m(lb) & (lb < ub)   -- before the loop
@@ -401,8 +402,10 @@ bool qualifies(Operation *loop, std::vector<Operation *> &stores, bool &hasDot) 
   const Type *ivType = body.argument(0)->type();
   if (!ivType->isScalar() || !isSigned(ivType->dtype()))
     return false;
+  // A runtime step (a grid-stride loop's tl.num_programs) is taken as it
+  // is: iteration i+1 runs when iv + step < ub, whatever the step.
   auto step = getConstant(loop->operand(2));
-  if (!step || step->asInt() <= 0)
+  if (step && step->asInt() <= 0)
     return false;
   bool reduces = false, ok = true;
   hasDot = false;

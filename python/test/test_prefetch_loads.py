@@ -362,3 +362,44 @@ def test_the_gpu_compile_prefetches_a_dot_loops_vectors():
         assert "prefetched = 2" in ck.asm["gir"], ck.asm["gir"][:3000]
         # The dot's operand is still the GPU pipeliner's: copied into shared memory.
         assert "cp.async" in ck.asm["ptx"]
+
+
+@tritium.jit
+def _grid_stride_rows(x_ptr, y_ptr, sums_ptr, rows, n, BLOCK: tl.constexpr):
+    # Liger's dyt backward steps its row loop by the grid (tl.num_programs), a step known only
+    # at run time.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    total = 0.0
+    for r in range(tl.program_id(0), rows, tl.num_programs(0)):
+        x = tl.load(x_ptr + r * n + offs, mask=m, other=0.0)
+        s = tl.sum(x * x, axis=0)
+        total += s
+        tl.store(y_ptr + r * n + offs, x * (1.0 / (s + 1.0)), mask=m)
+    tl.store(sums_ptr + tl.program_id(0), total)
+
+
+@pytest.mark.parametrize("programs", [1, 3])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_runtime_step(programs, in_place):
+    rows, n = 8, 100
+    x0 = np.random.default_rng(12).standard_normal(rows * n).astype(np.float32)
+    x64 = x0.astype(np.float64)
+    want_y = np.empty_like(x64)
+    want_sums = np.zeros(programs)
+    for r in range(rows):
+        row = x64[r * n:(r + 1) * n]
+        s = (row * row).sum()
+        want_sums[r % programs] += s
+        want_y[r * n:(r + 1) * n] = row / (s + 1.0)
+    sums = np.zeros(programs, np.float32)
+    tk = _tile_kernel(_grid_stride_rows, (programs,), (x0.copy(), x0.copy(), sums, rows, n),
+                      BLOCK=128)
+    pk, stats = _prefetched(tk)
+    assert stats["prefetch-loads.loops"] == 1 and stats["prefetch-loads.versioned"] == 1
+    x = x0.copy()
+    y = x if in_place else np.full_like(x0, np.nan)
+    sums[:] = np.nan
+    pk[(programs,)](x, y, sums, rows, n)
+    np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sums, want_sums, rtol=1e-5)
