@@ -7,7 +7,9 @@ CPU executor, on the same fresh random inputs:
   (a) the raw IR,
   (b) the raw IR after each single pass of `_C.default_pipeline()` + `licm`, and after each prefix
       of the pipeline,
-  (c) the whole pipeline (+ licm).
+  (c) the whole pipeline (+ licm),
+  (d) prefetch-loads alone, after the whole pipeline, and after the GPU layout passes (the GPU
+      compile runs it on both levels).
 All outputs are compared bit for bit (ints and floats: the passes must not change a float result,
 not even the sign of a zero or a NaN payload's presence). A mismatch (or a pass / the executor
 failing only after a pass) prints the seed, the stage and a delta-minimised program.
@@ -52,6 +54,14 @@ def pipelines():
     for i in range(2, len(pipe)):
         stages.append((f"pipeline prefix {'+'.join(pipe[:i])}", pipe[:i]))
     stages.append(("whole pipeline + licm", pipe))
+    # prefetch-loads (run by the GPU compile, not the tile pipeline): the loads of a reducing
+    # loop one iteration ahead must not change a bit of the result.
+    stages.append(("single pass prefetch-loads", ["prefetch-loads"]))
+    stages.append(("whole pipeline + prefetch-loads", pipe + ["prefetch-loads"]))
+    # ...and on the GPU IR, where it takes loops with a dot (the executor runs laid-out IR).
+    stages.append(("GPU layouts + prefetch-loads",
+                   pipe + ["convert-to-gpu", "remove-layout-conversions", "accelerate-matmul",
+                           "propagate-layouts", "remove-layout-conversions", "prefetch-loads"]))
     return stages
 
 
@@ -165,7 +175,8 @@ class Gen:
     # -- statements --------------------------------------------------------------------------
     def statement(self):
         r = self.rng
-        kind = str(r.choice(["expr"] * 6 + ["reduce", "loop", "if", "static", "call", "dot"]))
+        kind = str(r.choice(["expr"] * 6 + ["reduce", "loop", "if", "static", "call", "dot",
+                                            "stream"]))
         if kind == "reduce":
             f = str(r.choice(["sum", "max", "min", "argmax", "argmin"]))
             src = self.var()
@@ -183,6 +194,33 @@ class Gen:
             return name, [f"{name} = {acc}",
                           f"for i in range({lo}, k):",
                           f"    {name} = ({name} {'+-*'[int(r.integers(0, 3))]} {body}) + i.to({self.D()})"]
+        if kind == "stream":
+            # A loop that loads a tile an iteration (a row loop's shape: prefetch-loads moves
+            # such loads an iteration ahead), reduces it or feeds it to a dot, and broadcasts a
+            # vector loaded in the same iteration onto the dot's result.
+            init = self.var()
+            name = f"v{self.nvars}"
+            self.nvars += 1
+            p = str(r.choice(["x", "y", "z"]))
+            c = int(r.choice([1, 3, self.bm]))
+            lo = int(r.choice([0, 1]))
+            D = self.D()
+            lines = [f"{name} = {init}", f"for i in range({lo}, k):",
+                     f"    w = tl.load({p}_ptr + offs + i * {c}, mask=offs + i * {c} < n, "
+                     f"other=0).to({D})"]
+            if self.two_d and self.bm == self.bn and self.bm >= 16 and r.random() < 0.5:
+                t = "int8" if self.is_int else "float32"
+                lines.append(f"    u = tl.load({p}_ptr + rows + i, mask=rows + i < n, "
+                             f"other=0).to({D})")
+                upd = f"tl.dot(w.to(tl.{t}), {self.var()}.to(tl.{t})).to({D}) * u[:, None]"
+            elif self.two_d:
+                axis = int(r.integers(0, 2))
+                idx = "[:, None]" if axis == 1 else "[None, :]"
+                upd = f"tl.sum(w * {self.var()}, axis={axis}).to({D}){idx}"
+            else:
+                upd = f"tl.sum(w * {self.var()}, axis=0).to({D})"
+            lines.append(f"    {name} = {name} + {upd}")
+            return name, lines
         if kind == "if":
             name = f"v{self.nvars}"
             e1, e2 = self.texpr(2), self.texpr(2)
