@@ -25,6 +25,7 @@ import ast
 import builtins
 from collections import namedtuple
 import inspect
+import linecache
 import os
 import operator
 import re
@@ -100,8 +101,52 @@ def lower_returns(stmts):
     return out, False
 
 
+# file -> (its lines as linecache holds them, {first line: last line} of every def in it).
+# inspect.getsourcelines finds a function's end by tokenizing from its first line in Python
+# (and compiles tokenize's regular expressions on its first call): 5-15 ms of a cold compile,
+# paid again for every Inductor kernel (one file each). ast.parse of the whole file is C,
+# once per file, and its defs' end_lineno say where each ends.
+_def_spans = {}
+
+
+def _spans_of(file, lines):
+    """{first line (a def's first decorator, else the def): last line} of `file`'s defs, at
+    any depth; None when the lines do not parse (inspect's own reading then decides)."""
+    cached = _def_spans.get(file)
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+    spans = {}
+    # Statements only (a def is one): ast.walk would visit every expression node too.
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            spans[first] = node.end_lineno
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            sub = getattr(node, field, None)
+            if isinstance(sub, list):
+                stack.extend(sub)
+    _def_spans[file] = (lines, spans)
+    return spans
+
+
 def read_source(fn):
     """(file, lines, first line) of a function's source, as inspect reads them."""
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        file = inspect.getsourcefile(fn) or code.co_filename
+        linecache.checkcache(file)
+        lines = linecache.getlines(file, getattr(fn, "__globals__", None))
+        spans = _spans_of(file, lines) if lines else None
+        start = code.co_firstlineno
+        end = spans.get(start) if spans else None
+        if end is not None and end <= len(lines):
+            return file, lines[start - 1:end], start
     try:
         lines, start = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
