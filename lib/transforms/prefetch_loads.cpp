@@ -73,11 +73,11 @@
 // to at most kMaxBytesPerThread, and to at most an eighth of the registers a
 // thread has when the program's threads fill the SM's 64K registers: at 1024
 // threads a thread has 64, and Liger's cross-entropy forward (1024 threads,
-// 32 fp32 a thread ahead) ran 11 % slower with them prefetched. In a loop
+// 32 fp32 a thread ahead) ran 11 % slower with them prefetched. What lives
+// across the loop (carried tensors, tensors read from outside it) plus the
+// prefetched values stay within half of a thread's registers. In a loop
 // with a dot a vector counts a quarter of its bytes a thread (an mma tile's
-// columns: each thread holds N/4 of them), and the loop's carried tensors
-// (the accumulators) plus the prefetched values stay within half of a
-// thread's registers.
+// columns: each thread holds N/4 of them).
 //
 // The GPU compile runs it before convert-to-gpu and again after the layout
 // passes (lib/target/nvidia/pipeline.cpp): the register budget needs
@@ -491,20 +491,28 @@ std::vector<Candidate> candidatesOf(Function &f, Operation *loop, int numWarps, 
   int64_t bytes = 0;
   const int64_t threads = 32 * int64_t(numWarps);
   int64_t budget = std::min<int64_t>(kMaxBytesPerThread, 65536 / threads * 4 / 8);
-  if (dotLoop) {
-    // What lives across the whole loop (the accumulators, carried) and the
-    // prefetched values stay within half of a thread's registers: at head
-    // dim 128 with 128-row blocks, the attention backward's dK and dV take
-    // 128 of them, and 32 more made ptxas spill.
-    int64_t carried = 0;
-    for (unsigned k = 1; k < body.numArguments(); ++k) {
-      const Type *t = body.argument(k)->type();
-      if (t->isTensor())
-        carried += t->numElements() * elementBytes(t) / threads;
-    }
-    int64_t regs = std::min<int64_t>(255, 65536 / threads);
-    budget = std::min(budget, regs * 4 / 2 - carried);
+  // What lives across the whole loop (its carried tensors, e.g. accumulators,
+  // and the tensors it reads from outside, e.g. a weight row) and the
+  // prefetched values stay within half of a thread's registers. At head dim
+  // 128 with 128-row blocks the attention backward's dK and dV take 128 of
+  // them and 32 more made ptxas spill; the layer-norm example's backward at
+  // 8192 columns on 8 warps (two carried rows of sums and the weight row, 96
+  // registers) spilled 320 bytes with its two rows prefetched.
+  int64_t held = 0;
+  for (unsigned k = 1; k < body.numArguments(); ++k) {
+    const Type *t = body.argument(k)->type();
+    if (t->isTensor())
+      held += t->numElements() * elementBytes(t) / threads;
   }
+  std::set<Value *> liveIn;
+  for (auto &op : body.ops())
+    op->walk([&](Operation *o) {
+      for (Value *v : o->operands())
+        if (v->type()->isTensor() && !isDefinedInside(v, loop) && liveIn.insert(v).second)
+          held += v->type()->numElements() * elementBytes(v->type()) / threads;
+    });
+  int64_t regs = std::min<int64_t>(255, 65536 / threads);
+  budget = std::min(budget, regs * 4 / 2 - held);
   std::map<Value *, Advance> advancing = advancingArgs(loop);
   std::set<Value *> args;
   for (auto &kv : advancing)

@@ -403,3 +403,32 @@ def test_a_runtime_step(programs, in_place):
     pk[(programs,)](x, y, sums, rows, n)
     np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(sums, want_sums, rtol=1e-5)
+
+
+@tritium.jit
+def _weighted_rows(x_ptr, w_ptr, out_ptr, rows, n, BLOCK: tl.constexpr):
+    # The layer-norm backward's shape: a row of sums carried through the loop and a weight row
+    # read in it, both held in registers for the whole loop.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    w = tl.load(w_ptr + offs, mask=m, other=0.0)
+    acc = tl.zeros([BLOCK], tl.float32)
+    total = 0.0
+    for r in range(0, rows):
+        x = tl.load(x_ptr + r * n + offs, mask=m, other=0.0)
+        acc += x * w
+        total += tl.sum(x, axis=0)
+    tl.store(out_ptr + offs, acc + total, mask=m)
+
+
+def test_what_the_loop_holds_counts_against_the_budget():
+    # 8192 columns on 8 warps: the carried sums, the weight row and the offsets and mask take
+    # 416 bytes a thread, and the row (128 bytes more) would pass half of its 255 registers.
+    # At 2048 columns each takes a quarter of that.
+    out = np.zeros(8192, np.float32)
+    for block, prefetched in ((8192, 0), (2048, 1)):
+        x = np.zeros(2 * block, np.float32)
+        tk = _tile_kernel(_weighted_rows, (1,), (x, x[:block], out[:block], 2, block),
+                          BLOCK=block)
+        _, stats = _prefetched(tk, num_warps=8)
+        assert stats["prefetch-loads.loops"] == prefetched, block
