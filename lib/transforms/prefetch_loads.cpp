@@ -355,9 +355,9 @@ bool collectSlice(Value *v, Operation *loop, Block &body, const std::set<Value *
 // iteration i, so a load whose address reads the arg can still be computed
 // one iteration ahead.
 struct Advance {
-  Value *arg;
-  Value *init;
-  std::vector<Operation *> update;
+  Value *init;                     // the loop operand the arg starts from
+  Value *next;                     // what the body yields for it
+  std::vector<Operation *> update; // computing `next`, program order
 };
 
 std::map<Value *, Advance> advancingArgs(Operation *loop) {
@@ -369,7 +369,7 @@ std::map<Value *, Advance> advancingArgs(Operation *loop) {
     const Type *e = arg->type()->scalarType();
     if (!e->isPointer() && !isInteger(e->dtype()))
       continue; // indices and pointers advance; a float is an accumulator
-    Advance a{arg, loop->operand(3 + k), {}};
+    Advance a{loop->operand(3 + k), yield->operand(k), {}};
     std::set<Operation *> seen;
     if (collectSlice(yield->operand(k), loop, body, {arg}, seen, a.update))
       out.emplace(arg, std::move(a));
@@ -485,7 +485,10 @@ int64_t bytesPerThread(const Type *t, int64_t threads, bool dotLoop) {
   return std::max<int64_t>(1, dotLoop ? std::max(total / threads, total / 4) : total / threads);
 }
 
-std::vector<Candidate> candidatesOf(Function &f, Operation *loop, int numWarps, bool dotLoop) {
+// The loop's loads that go ahead; `advancing` receives its advancing iter
+// args (advancingArgs), which prefetch() reads.
+std::vector<Candidate> candidatesOf(Function &f, Operation *loop, int numWarps, bool dotLoop,
+                                    std::map<Value *, Advance> &advancing) {
   Block &body = loop->region(0).front();
   std::vector<Candidate> out;
   int64_t bytes = 0;
@@ -513,7 +516,7 @@ std::vector<Candidate> candidatesOf(Function &f, Operation *loop, int numWarps, 
     });
   int64_t regs = std::min<int64_t>(255, 65536 / threads);
   budget = std::min(budget, regs * 4 / 2 - held);
-  std::map<Value *, Advance> advancing = advancingArgs(loop);
+  advancing = advancingArgs(loop);
   std::set<Value *> args;
   for (auto &kv : advancing)
     args.insert(kv.first);
@@ -599,7 +602,8 @@ Value *inRangeAfter(Emitter &e, Value *iv, Value *step, Value *ub) {
 }
 
 // Rewrites `loop` (which qualifies) to carry `cands` one iteration ahead.
-void prefetch(Function &f, Operation *loop, const std::vector<Candidate> &cands) {
+void prefetch(Function &f, Operation *loop, const std::vector<Candidate> &cands,
+              const std::map<Value *, Advance> &advancing) {
   Block &outer = *loop->parentBlock();
   Block &body = loop->region(0).front();
   Value *iv = body.argument(0);
@@ -615,21 +619,13 @@ void prefetch(Function &f, Operation *loop, const std::vector<Candidate> &cands)
   std::set<Value *> used;
   for (const Candidate &c : cands)
     used.insert(c.args.begin(), c.args.end());
-  if (!used.empty()) {
-    std::map<Value *, Advance> advancing = advancingArgs(loop);
-    for (Value *a : used) {
-      const Advance &adv = advancing.at(a);
-      std::map<Value *, Value *> map;
-      for (Operation *s : adv.update)
-        body.insert(top.pos, s->clone(map));
-      Operation *yield = body.terminator();
-      unsigned k = 0;
-      while (body.argument(k + 1) != a)
-        ++k;
-      Value *y = yield->operand(k);
-      first[a] = adv.init;
-      ahead[a] = map.count(y) ? map[y] : y;
-    }
+  for (Value *a : used) {
+    const Advance &adv = advancing.at(a);
+    std::map<Value *, Value *> map;
+    for (Operation *s : adv.update)
+      body.insert(top.pos, s->clone(map));
+    first[a] = adv.init;
+    ahead[a] = map.count(adv.next) ? map[adv.next] : adv.next;
   }
   Operation *yield = body.terminator();
   for (const Candidate &c : cands) {
@@ -687,11 +683,12 @@ void visitLoop(Function &f, Operation *loop, int numWarps, bool gpuIR, Counts &n
   // and be converted through shared memory every iteration).
   if (hasDot != gpuIR)
     return;
-  auto cands = candidatesOf(f, loop, numWarps, hasDot);
+  std::map<Value *, Advance> advancing;
+  auto cands = candidatesOf(f, loop, numWarps, hasDot, advancing);
   if (cands.empty())
     return;
   if (stores.empty()) {
-    prefetch(f, loop, cands);
+    prefetch(f, loop, cands, advancing);
     n.loops += 1;
     n.loads += (int64_t)cands.size();
     return;
@@ -775,10 +772,11 @@ void visitLoop(Function &f, Operation *loop, int numWarps, bool gpuIR, Counts &n
   thenB->push_back(Operation::create(OpCode::Yield, copy->results(), {}, {}, loop->loc()));
   elseB->push_back(Operation::create(OpCode::Yield, orig->results(), {}, {}, loop->loc()));
   // The candidates, found again in the copy (same body order).
-  auto copyCands = candidatesOf(f, copy, numWarps, hasDot);
+  std::map<Value *, Advance> copyAdvancing;
+  auto copyCands = candidatesOf(f, copy, numWarps, hasDot, copyAdvancing);
   if (copyCands.size() != cands.size())
     throw InternalError("prefetch-loads: the copy of a loop has other candidates");
-  prefetch(f, copy, copyCands);
+  prefetch(f, copy, copyCands, copyAdvancing);
   n.loops += 1;
   n.loads += (int64_t)cands.size();
   n.versioned += 1;
