@@ -28,6 +28,9 @@
 // S buffers, so a config takes the shared memory it takes there.
 //
 // Outline:
+//  0. In a loop that qualifies (1, 2), the vectors its other ops read are
+//     first rewritten into that form (load, local_alloc, local_load): see
+//     "step 0" below. Kept only where the kernel still fits shared memory.
 //  1. The loop qualifies when it is innermost, its step is a positive
 //     constant, its induction variable a signed integer, and its body
 //     neither writes global memory nor calls (the loads move ahead of the
@@ -79,9 +82,16 @@
 // when (ub - iv) >u k*step; in the prologue, lb < ub and (ub - lb) >u j*step.
 #include "tritium/gpu/passes.h"
 
+#include "tritium/gpu/conversion.h"
+#include "tritium/gpu/layouts.h"
+#include "tritium/gpu/shared_layouts.h"
+#include "tritium/gpu/shared_memory.h"
+
 #include "tritium/transforms/rewrite.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -389,6 +399,164 @@ struct Emitter {
 Value *mapped(const std::map<Value *, Value *> &map, Value *v) {
   auto it = map.find(v);
   return it == map.end() ? v : it->second;
+}
+
+// ---- step 0: a dot loop's other loads, staged through shared memory --------
+//
+// In a loop whose dot operands are pipelined, a load that the body's other
+// ops read (the attention backward's row statistics M and Delta: vectors
+// broadcast onto a dot's result) would still be issued in its own
+// iteration, and the first op that needs it waits for the whole latency
+// (in the dK/dV loop the exp2 after the first wgmma, which is short).
+// Triton's pipeliner copies such loads a stage ahead too. Here the load
+//   %x = tt.load %p, %m, %o
+// becomes
+//   %l = tt.load %p', %m'                  -- a compact copy layout
+//   %a = ttg.local_alloc %l                -- a plain shared vector
+//   %y = ttg.local_load %a                 -- the layout %x had
+//   %x = arith.select %m, %y, %o           -- when %o is not zero
+// which the pipeliner below then takes as it takes a dot operand: S
+// buffers, cp.async S-1 iterations ahead, the read after the wait. Only
+// vectors of 4-byte or wider elements (cp.async moves 4, 8 or 16 bytes) of at
+// most kMaxStagedBytes. Their layout, a slice of an mma accumulator, holds
+// each element in many threads; the copy runs in a blocked layout of 16-byte
+// pieces instead (p' and m' are the pointer's and mask's elementwise ops
+// rebuilt in it), so a handful of lanes issue one cp.async each. Where those
+// ops read a tensor the loop does not compute, the copy keeps the load's
+// layout (each element copied by its owner thread).
+constexpr int64_t kMaxStagedBytes = 4096;
+
+bool isPlusZero(Value *v) {
+  Operation *d = v->definingOp();
+  if (!d || d->code() != OpCode::Constant)
+    return false;
+  const Attribute &a = d->attrs().at("value");
+  if (auto *i = std::get_if<int64_t>(&a))
+    return *i == 0;
+  if (auto *x = std::get_if<double>(&a))
+    return *x == 0.0 && !std::signbit(*x);
+  return false;
+}
+
+/// The ops computing `roots` (tensors), definitions first, when each can be
+/// rebuilt in another layout: constants, splats of scalars, make_range and
+/// elementwise ops of such values, in the body or before the loop (clones
+/// of those go into the body, where the pipeliner clones them ahead as it
+/// clones every slice op; they cost a few register moves). Empty when one
+/// cannot.
+std::vector<Operation *> relayoutable(std::vector<Value *> roots) {
+  std::set<Operation *> seen;
+  std::vector<Operation *> order; // post-order: definitions first
+  std::function<bool(Value *)> visit = [&](Value *v) {
+    Operation *def = v->definingOp();
+    if (!def)
+      return false; // an iter arg or a kernel argument
+    if (!seen.insert(def).second)
+      return true;
+    switch (def->code()) {
+    case OpCode::Constant:
+    case OpCode::MakeRange:
+      break;
+    case OpCode::Splat:
+      if (def->operand(0)->type()->isTensor())
+        return false;
+      break;
+    default:
+      if (!def->hasTrait(ELEM) || !sliceable(*def) || def->numResults() != 1)
+        return false;
+      for (Value *o : def->operands())
+        if (o->type()->isTensor() && !visit(o))
+          return false;
+    }
+    order.push_back(def);
+    return true;
+  };
+  for (Value *r : roots)
+    if (!visit(r))
+      return {};
+  return order;
+}
+
+/// Step 0's loads of one loop (the loop qualified for the pipeliner).
+std::vector<Operation *> stageableLoads(Function &f, Operation *loop) {
+  Block &body = bodyOf(loop);
+  std::map<Value *, std::vector<Operation *>> users;
+  f.walk([&](Operation *o) {
+    for (Value *v : o->operands())
+      users[v].push_back(o);
+  });
+  std::vector<Operation *> loads;
+  for (auto &opPtr : body.ops()) {
+    Operation *ld = opPtr.get();
+    if (ld->code() != OpCode::Load || ld->hasAttr("volatile"))
+      continue;
+    const Type *t = ld->result(0)->type();
+    if (!t->isTensor() || t->rank() != 1 || !layoutOf(t))
+      continue;
+    int64_t eb = storageBytes(t->element());
+    int64_t bytes = t->numElements() * eb;
+    if (eb < 4 || t->element()->dtype() == DType::I1 || bytes > kMaxStagedBytes)
+      continue;
+    bool feedsAlloc = false;
+    for (Operation *u : users[ld->result(0)])
+      feedsAlloc = feedsAlloc || u->code() == OpCode::LocalAlloc;
+    if (feedsAlloc)
+      continue;
+    std::set<Operation *> ops;
+    std::set<unsigned> iters;
+    bool ok = true;
+    for (Value *o : ld->operands())
+      ok = ok && collectSlice(loop, o, ops, iters);
+    if (ok)
+      loads.push_back(ld);
+  }
+  return loads;
+}
+
+/// Step 0: stages `loads` (stageableLoads) of `loop`.
+void stageLoads(Function &f, Operation *loop, const std::vector<Operation *> &loads,
+                int numWarps) {
+  Block &body = bodyOf(loop);
+  for (Operation *ld : loads) {
+    const Type *t = ld->result(0)->type();
+    Value *ptr = ld->operand(0);
+    Value *mask = ld->numOperands() > 1 ? ld->operand(1) : nullptr;
+    Value *other = ld->numOperands() > 2 ? ld->operand(2) : nullptr;
+    Emitter at{&body, body.find(ld), ld->loc()};
+    // The copy layout: 16-byte pieces (or the whole vector), lanes then
+    // warps along it.
+    int64_t n = t->numElements(), eb = storageBytes(t->element());
+    int64_t per = std::min<int64_t>(n, std::max<int64_t>(1, 16 / eb));
+    const GPULayout *copy =
+        BlockedLayout::get({per}, {32}, {int64_t(numWarps)}, {0});
+    std::vector<Value *> roots{ptr};
+    if (mask)
+      roots.push_back(mask);
+    std::vector<Operation *> rebuild = relayoutable(roots);
+    std::map<Value *, Value *> map;
+    if (!rebuild.empty() && layoutOf(t) != copy) {
+      for (Operation *op : rebuild) {
+        Operation *c = body.insert(body.find(ld), op->clone(map));
+        c->result(0)->setType(withLayout(op->result(0)->type(), copy));
+        map[op->result(0)] = c->result(0);
+      }
+    }
+    std::vector<Value *> in{mapped(map, ptr)};
+    if (mask)
+      in.push_back(mapped(map, mask));
+    const Type *loaded = withLayout(t, layoutOf(in[0]->type()));
+    Operation *nl = at.raw(OpCode::Load, in, {loaded}, ld->attrs());
+    const Type *md = Type::memdesc(
+        t->element(), t->shape(), SwizzledSharedLayout::get(1, 1, 1, {0}), false);
+    Value *alloc = at.op(OpCode::LocalAlloc, {nl->result(0)}, md);
+    Value *v = at.op(OpCode::LocalLoad, {alloc}, t);
+    if (mask && other && !isPlusZero(other))
+      v = at.op(OpCode::Select, {mask, v, other}, t);
+    replaceAllUsesWith(f, ld->result(0), v);
+    ld->erase();
+  }
+  if (!loads.empty())
+    eraseDeadPureOps(f);
 }
 
 class Pipeliner {
@@ -739,34 +907,101 @@ Operation *carriedAccumulatorLoop(const Operation &dot) {
   return arg ? arg->ownerBlock()->parentOp() : nullptr;
 }
 
-void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
+namespace {
+
+int numWarpsOf(Function &f, const PipelineOptions &opts) {
+  auto it = f.attrs().find("num_warps");
+  if (it != f.attrs().end())
+    if (const int64_t *n = std::get_if<int64_t>(&it->second))
+      return (int)*n;
+  return opts.numWarps;
+}
+
+int64_t stagesOf(Operation *loop, const PipelineOptions &opts) {
+  return loop->hasAttr("num_stages") ? loop->intAttr("num_stages") : opts.numStages;
+}
+
+/// The pass over one function; `stage`: run step 0 too. Returns how many
+/// loads step 0 staged.
+int pipelineFunction(Function &f, const PipelineOptions &opts, PassStats &stats, bool stage) {
+  std::vector<Operation *> loops;
+  f.walk([&](Operation *op) {
+    if (op->code() == OpCode::For)
+      loops.push_back(op);
+  });
+  int staged = 0;
+  for (Operation *loop : loops) {
+    int64_t stages = stagesOf(loop, opts);
+    if (stages <= 1)
+      continue;
+    int s = (int)std::min<int64_t>(stages, kMaxStages);
+    std::optional<Plan> plan = analyze(f, loop, s);
+    if (!plan)
+      continue;
+    // The prologue grows with S, and S tiles would not fit shared memory
+    // anyway: a located error now rather than a slow compile first.
+    if (stages > kMaxStages)
+      throw UserError("num_stages = " + std::to_string(stages) +
+                          " is too many for a pipelined loop (at most " +
+                          std::to_string(kMaxStages) + ")",
+                      loop->loc());
+    if (stage) {
+      std::vector<Operation *> loads = stageableLoads(f, loop);
+      if (!loads.empty()) {
+        stageLoads(f, loop, loads, numWarpsOf(f, opts));
+        staged += (int)loads.size();
+        stats.add("gpu.loads-staged", (int64_t)loads.size());
+        plan = analyze(f, loop, s);
+        if (!plan)
+          throw InternalError("pipeline: the loop at " + loop->loc().str() +
+                              " no longer qualifies after its loads were staged");
+      }
+    }
+    Pipeliner(f, *plan).run();
+    stats.add("gpu.loops-pipelined");
+    stats.add("gpu.loads-pipelined", (int64_t)plan->loads.size());
+  }
+  return staged;
+}
+
+/// Whether step 0 would stage a load anywhere in `m` (read only).
+bool anythingToStage(Module &m, const PipelineOptions &opts) {
   for (auto &f : m.functions()) {
-    std::vector<Operation *> loops;
-    f->walk([&](Operation *op) {
-      if (op->code() == OpCode::For)
-        loops.push_back(op);
+    bool found = false;
+    f->walk([&](Operation *loop) {
+      if (found || loop->code() != OpCode::For || stagesOf(loop, opts) <= 1)
+        return;
+      int s = (int)std::min<int64_t>(stagesOf(loop, opts), kMaxStages);
+      found = analyze(*f, loop, s) && !stageableLoads(*f, loop).empty();
     });
-    for (Operation *loop : loops) {
-      int64_t stages = loop->hasAttr("num_stages") ? loop->intAttr("num_stages")
-                                                   : opts.numStages;
-      if (stages <= 1)
-        continue;
-      std::optional<Plan> plan =
-          analyze(*f, loop, (int)std::min<int64_t>(stages, kMaxStages));
-      if (!plan)
-        continue;
-      // The prologue grows with S, and S tiles would not fit shared memory
-      // anyway: a located error now rather than a slow compile first.
-      if (stages > kMaxStages)
-        throw UserError("num_stages = " + std::to_string(stages) +
-                            " is too many for a pipelined loop (at most " +
-                            std::to_string(kMaxStages) + ")",
-                        loop->loc());
-      Pipeliner(*f, *plan).run();
-      stats.add("gpu.loops-pipelined");
-      stats.add("gpu.loads-pipelined", (int64_t)plan->loads.size());
+    if (found)
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
+  // Step 0 adds S buffers a staged vector. It is kept only where the kernel
+  // then still fits the target's shared memory: tried on a copy first (the
+  // bytes depend on liveness, e.g. two loops' buffers may share them).
+  bool stage = anythingToStage(m, opts);
+  if (stage) {
+    std::unique_ptr<Module> trial = m.clone();
+    PassStats scratch;
+    for (auto &f : trial->functions())
+      pipelineFunction(*f, opts, scratch, true);
+    try {
+      for (auto &f : trial->functions())
+        allocateSharedMemory(*f, opts.target.maxSharedBytes(), opts.target.str());
+    } catch (const UserError &) {
+      stage = false;
+      stats.add("gpu.loads-staged-no-room");
     }
   }
+  for (auto &f : m.functions())
+    pipelineFunction(*f, opts, stats, stage);
 }
 
 } // namespace tritium::gpu

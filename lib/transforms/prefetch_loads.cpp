@@ -35,16 +35,19 @@
 // cloned at the top of the body from iteration i's value.
 //
 // Loops with a dot: the GPU compile runs the pass a second time, on the GPU
-// IR after the layout passes, and there it takes only loops with a tt.dot
-// (or ttng.warp_group_dot): the attention backward's dK/dV loop loads the
-// rows' statistics (M, Delta: vectors broadcast onto the dot's result) in
-// every iteration, and each iteration's exp2 waited for them (ptxas issued
-// them under the first wgmma, which is short). Triton copies them a stage
-// ahead with cp.async. Here, as above, one iteration ahead in registers, in
-// the slice layout their users read (in the tile IR they would be carried
-// in a default layout and converted through shared memory every
-// iteration). Only vectors and scalars that feed no dot operand: tiles are
-// the GPU pipeliner's, or would add their registers to the accumulators'.
+// IR after the layout passes and the pipeliner, and there it takes only loops
+// with a tt.dot (or ttng.warp_group_dot): the attention backward's dK/dV
+// loop loads the rows' statistics (M, Delta: vectors broadcast onto the
+// dot's result) in every iteration, and each iteration's exp2 waited for
+// them (ptxas issued them under the first wgmma, which is short). Where the
+// loop is pipelined (num_stages > 1) the pipeliner has already staged those
+// vectors through shared memory, a stage ahead as Triton copies them, and
+// its async copies keep this pass away (see qualifies). Otherwise (one
+// stage, a loop that stores), one iteration ahead in registers, in the
+// slice layout their users read (in the tile IR they would be carried in a
+// default layout and converted through shared memory every iteration). Only
+// vectors and scalars that feed no dot operand: tiles are the GPU
+// pipeliner's, or would add their registers to the accumulators'.
 //
 // Stores: the load of iteration i+1 now comes before the stores of
 // iteration i. That is only allowed when no such store can write what it

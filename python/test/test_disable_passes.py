@@ -1,8 +1,8 @@
 """TRITIUM_DISABLE_PASSES: the GPU compile leaves out the optimizations it names (a user's
 workaround for a pass that miscompiles, and a way to measure what a pass gains). Compiled
 without a GPU: each optional pass left out in turn, for sm_90a and sm_80, on kernels that
-exercise it (the attention backward's dK/dV loop: a dot loop with vector loads; a reducing row
-loop); the GPU IR shows the pass's work gone and ptxas assembles the PTX. A name the compile
+exercise it (the attention backward's dK/dV loop: a dot loop with vector loads, which the
+pipeliner stages; a reducing row loop, which prefetch-loads carries a row ahead); the GPU IR shows the pass's work gone and ptxas assembles the PTX. A name the compile
 cannot leave out is a clear error, and the setting is part of the cache key."""
 
 import pytest
@@ -39,7 +39,7 @@ def _rows(target):
 
 
 # What each pass leaves in the GPU IR of the kernel that shows it.
-SIGNS = {"prefetch-loads": (_dkdv, "prefetched ="),
+SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
          "pipeline": (_dkdv, "ttg.async_copy_global_to_local"),
          "fuse-multiply-add": (_rows, "math.fma")}
 
@@ -77,13 +77,14 @@ def test_the_setting_is_part_of_the_cache_key(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
 
-    def dkdv():
-        return compile_kernel(bwd.attn_bwd_dkdv, "fp16", "sm_90a",
-                              dict(HEAD_DIM=64, BLOCK_M=64, BLOCK_N=128,
-                                   CAUSAL=False), 8, 2, use_cache=True)
-    first = dkdv()
+    def rows():
+        return tritium.compile(_row_norms, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                                      "rows": "i32", "n": "i32"},
+                               constexprs={"BLOCK": 1024}, target="sm_90a", num_warps=4,
+                               use_cache=True)
+    first = rows()
     assert "prefetched =" in first.asm["gir"]
     monkeypatch.setenv("TRITIUM_DISABLE_PASSES", "prefetch-loads")
-    assert "prefetched =" not in dkdv().asm["gir"]  # not the entry compiled with the pass
+    assert "prefetched =" not in rows().asm["gir"]  # not the entry compiled with the pass
     monkeypatch.delenv("TRITIUM_DISABLE_PASSES")
-    assert dkdv().asm["gir"] == first.asm["gir"]
+    assert rows().asm["gir"] == first.asm["gir"]

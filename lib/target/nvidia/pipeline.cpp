@@ -167,15 +167,15 @@ void compileKernel(const Module &m, const std::string &kernel,
                   "remove-layout-conversions", // e.g. the zero accumulator
               },
               r.stats, opts, gpu::gpuPasses());
-    // A dot loop's vector loads (the attention backward's row statistics)
-    // one iteration ahead, now that they have the layout their users read.
+    // Loads into shared memory, num_stages-1 iterations ahead: a dot's
+    // operands, and the loop's vectors its other ops read (the attention
+    // backward's row statistics), as Triton's pipeliner stages them.
+    runPasses(*gm, {"pipeline"}, r.stats, opts, gpu::gpuPasses());
+    // A dot loop the pipeliner left (num_stages = 1, a loop that stores):
+    // its vector loads one iteration ahead in registers, in the layout
+    // their users read.
     runPasses(*gm, {"prefetch-loads"}, r.stats, opts, tilePasses());
-    runPasses(*gm,
-              {
-                  "pipeline", // loads into shared memory: num_stages ahead
-                  "fuse-multiply-add", // a * b + c: one fma (fp fusion)
-              },
-              r.stats, opts, gpu::gpuPasses());
+    runPasses(*gm, {"fuse-multiply-add"}, r.stats, opts, gpu::gpuPasses());
   } else {
     checkGPUInput(f, opts);
   }
