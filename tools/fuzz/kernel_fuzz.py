@@ -9,7 +9,8 @@ CPU executor, on the same fresh random inputs:
       of the pipeline,
   (c) the whole pipeline (+ licm),
   (d) prefetch-loads alone, after the whole pipeline, and after the GPU layout passes (the GPU
-      compile runs it on both levels).
+      compile runs it on both levels), there also after the pipeliner (which stages a dot loop's
+      vector loads through shared memory).
 All outputs are compared bit for bit (ints and floats: the passes must not change a float result,
 not even the sign of a zero or a NaN payload's presence). A mismatch (or a pass / the executor
 failing only after a pass) prints the seed, the stage and a delta-minimised program.
@@ -59,9 +60,13 @@ def pipelines():
     stages.append(("single pass prefetch-loads", ["prefetch-loads"]))
     stages.append(("whole pipeline + prefetch-loads", pipe + ["prefetch-loads"]))
     # ...and on the GPU IR, where it takes loops with a dot (the executor runs laid-out IR).
-    stages.append(("GPU layouts + prefetch-loads",
-                   pipe + ["convert-to-gpu", "remove-layout-conversions", "accelerate-matmul",
-                           "propagate-layouts", "remove-layout-conversions", "prefetch-loads"]))
+    layouts = ["convert-to-gpu", "remove-layout-conversions", "accelerate-matmul",
+               "propagate-layouts", "remove-layout-conversions"]
+    stages.append(("GPU layouts + prefetch-loads", pipe + layouts + ["prefetch-loads"]))
+    # The GPU compile's order: the pipeliner (a dot loop's operands and its other vector loads
+    # into shared memory, stages ahead), then prefetch-loads on the loops it left.
+    stages.append(("GPU layouts + pipeline + prefetch-loads",
+                   pipe + layouts + ["pipeline", "prefetch-loads"]))
     return stages
 
 
@@ -209,7 +214,10 @@ class Gen:
                      f"    w = tl.load({p}_ptr + offs + i * {c}, mask=offs + i * {c} < n, "
                      f"other=0).to({D})"]
             if self.two_d and self.bm == self.bn and self.bm >= 16 and r.random() < 0.5:
-                t = "int8" if self.is_int else "float32"
+                # fp16 data: the loaded tile is the dot's operand as it is, so the GPU
+                # pipeliner takes the loop and stages the vector u through shared memory.
+                t = "int8" if self.is_int else ("float16" if self.dtype == "float16"
+                                                else "float32")
                 lines.append(f"    u = tl.load({p}_ptr + rows + i, mask=rows + i < n, "
                              f"other=0).to({D})")
                 upd = f"tl.dot(w.to(tl.{t}), {self.var()}.to(tl.{t})).to({D}) * u[:, None]"
