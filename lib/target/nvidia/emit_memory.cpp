@@ -653,6 +653,32 @@ void emitAddPtr(Emitter &e, Operation &op) {
   // thread's address once, then constant byte offsets.
   bool fromRange = oe->dtype() == DType::I32;
   int64_t eb = gpu::storageBytes(pe->pointee());
+  // Offsets `s + tl.arange` (a row's or a block's start plus a range, the
+  // offsets of nearly every row and elementwise kernel): s goes into the
+  // base once, and the range's registers become constant byte offsets as
+  // above, which ptxas folds into the accesses ([base + imm]) instead of a
+  // register pair and a mul.wide per vector (Liger's cross-entropy at 32
+  // warps: 16 of its 64 registers). The address is p + s + range where the
+  // IR's is p + (s + range wrapped to i32): they differ only where that sum
+  // wraps, an address outside any tensor of fewer than 2^31 elements either
+  // way (larger ones get 64-bit offsets: widen-offsets).
+  const Regs *rangePart = nullptr;
+  std::string startReg;
+  if (fromRange) {
+    Operation *add = op.operand(1)->definingOp();
+    if (add && add->code() == OpCode::AddI)
+      for (unsigned k = 0; k < 2 && !rangePart; ++k) {
+        const Regs &a = e.regs(add->operand(k)), &b = e.regs(add->operand(1 - k));
+        bool uniform = !a.empty() && a[0] != Emitter::kUndemanded &&
+                       std::all_of(a.begin(), a.end(),
+                                   [&](const std::string &r) { return r == a[0]; });
+        if (uniform && b.size() == orr.size() && e.rangeRegs.count(b[0])) {
+          rangePart = &b;
+          startReg = a[0];
+        }
+      }
+  }
+  std::map<std::string, std::string> started; // p -> p + s * eb
   for (size_t i = 0; i < pr.size(); ++i) {
     if (!e.demanded(op.result(0), (int)i)) {
       out.push_back(Emitter::kUndemanded);
@@ -665,15 +691,28 @@ void emitAddPtr(Emitter &e, Operation &op) {
       continue;
     }
     auto range = fromRange ? e.rangeRegs.find(orr[i]) : e.rangeRegs.end();
+    std::string p = pr[i];
+    if (range == e.rangeRegs.end() && rangePart) {
+      range = e.rangeRegs.find((*rangePart)[i]);
+      if (range != e.rangeRegs.end()) {
+        std::string &shifted = started[pr[i]];
+        if (shifted.empty()) {
+          shifted = e.reg(RC::B64);
+          e.ins("add.s64 " + shifted + ", " + pr[i] + ", " +
+                scaledOffset(e, pe, oe, startReg, scaled));
+        }
+        p = shifted;
+      }
+    }
     std::string d;
     if (range != e.rangeRegs.end()) {
       auto [thr, c] = range->second;
-      auto base = seen.find({pr[i], "range:" + thr});
+      auto base = seen.find({p, "range:" + thr});
       if (base == seen.end()) {
         std::string scaled = e.reg(RC::B64), b = e.reg(RC::B64);
         e.ins("mul.wide.u32 " + scaled + ", " + thr + ", " + std::to_string(eb));
-        e.ins("add.s64 " + b + ", " + pr[i] + ", " + scaled);
-        base = seen.emplace(std::make_pair(pr[i], "range:" + thr), b).first;
+        e.ins("add.s64 " + b + ", " + p + ", " + scaled);
+        base = seen.emplace(std::make_pair(p, "range:" + thr), b).first;
       }
       d = base->second;
       if (c != 0) {
