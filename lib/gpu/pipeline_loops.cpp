@@ -986,7 +986,9 @@ void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
   // Step 0 adds S buffers a staged vector. It is kept only where the kernel
   // then still fits the target's shared memory: tried on a copy first (the
   // bytes depend on liveness, e.g. two loops' buffers may share them).
-  bool stage = anythingToStage(m, opts);
+  bool stage = std::find(opts.skipPasses.begin(), opts.skipPasses.end(), "stage-vectors") ==
+                   opts.skipPasses.end() &&
+               anythingToStage(m, opts);
   if (stage) {
     std::unique_ptr<Module> trial = m.clone();
     PassStats scratch;

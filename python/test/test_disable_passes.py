@@ -13,7 +13,7 @@ import _attention_bwd_kernels as bwd
 from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
-            "fuse-multiply-add"]
+            "stage-vectors", "fuse-multiply-add"]
 
 
 @tritium.jit
@@ -41,6 +41,8 @@ def _rows(target):
 # What each pass leaves in the GPU IR of the kernel that shows it.
 SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
          "pipeline": (_dkdv, "ttg.async_copy_global_to_local"),
+         # The pipeliner's step 0: M and Delta through shared memory, two buffers each.
+         "stage-vectors": (_dkdv, "memdesc<2x64xf32"),
          "fuse-multiply-add": (_rows, "math.fma")}
 
 
