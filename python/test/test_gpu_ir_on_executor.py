@@ -1,0 +1,183 @@
+"""The GPU compile's last IR (layouts, pipelined and staged loops, prefetched and versioned row
+loops, shared memory allocated, barriers inserted) run by the CPU executor beside the tile IR
+the CPU path runs, on the kernels users compile most: the tutorial matmul with ragged M, N and
+K, the attention forward (causal and not) and backward, layer norm forward and backward. No GPU
+needed: a GPU pass that changes what a kernel computes shows here, before it reaches a GPU (what
+the PTX emitter makes of the IR is the GPU tests' part). The two differ only by rounding (fused
+multiply-adds, the order of a dot's sums)."""
+
+import copy
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from tritium.errors import load_C
+import tritium
+
+C = load_C()
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.abspath(os.path.join(HERE, "..", "..", "examples"))
+if EXAMPLES not in sys.path:
+    sys.path.append(EXAMPLES)  # the examples import their helpers (_bench.py)
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(f"_ex_{name}", os.path.join(EXAMPLES, f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _sig(kernel, constexprs, types):
+    """The signature of `kernel`'s runtime parameters: types[name], else i32."""
+    return {p.name: types.get(p.name, "i32") for p in kernel.params if p.name not in constexprs}
+
+
+def _both(kernel, grid, make_args, outputs, constexprs, types, target, num_warps, num_stages,
+          divisible=()):
+    """Runs the tile IR (CPU path) and the GPU compile's IR for `target` on the executor, each
+    on fresh copies of make_args() (outputs poisoned with NaN); returns both runs' `outputs`."""
+    ref = make_args()
+    kernel.cache.clear()
+    kernel[grid](*ref, **constexprs)
+    tk = next(iter(kernel.cache.values()))
+    # Integers equal to 1 were specialized away by the CPU launch (as Triton does): the GPU
+    # compile takes them as the same constants.
+    runtime = [p.name for p in kernel.params if p.name not in constexprs]
+    cx = dict(constexprs)
+    for i, name in enumerate(runtime):
+        if name not in tk.arg_names:
+            cx[name] = ref[i]
+    ck = tritium.compile(kernel, signature=_sig(kernel, cx, types), constexprs=cx,
+                         target=target, num_warps=num_warps, num_stages=num_stages,
+                         use_cache=False, divisible_by_16=list(divisible))
+    gk = copy.copy(tk)
+    gk.module = C.parse_module(ck.asm["gir"], "<gir>")
+    got = make_args()
+    gk[grid](*[a for n, a in zip(runtime, got) if n in tk.arg_names])
+    return [ref[i] for i in outputs], [got[i] for i in outputs], ck.asm["gir"]
+
+
+def _close(want, got, rel):
+    for w, g in zip(want, got):
+        w, g = np.asarray(w, np.float64), np.asarray(g, np.float64)
+        assert not np.isnan(g).any()
+        np.testing.assert_allclose(g, w, rtol=0, atol=rel * max(np.abs(w).max(), 1.0))
+
+
+TARGETS = ["sm_90a", "sm_80"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shape,block,warps,stages", [
+    ((100, 72, 200), (64, 64, 32), 4, 3),
+    ((128, 256, 160), (64, 128, 64), 8, 4),
+    ((37, 19, 50), (16, 16, 16), 1, 2),
+])
+def test_matmul(target, shape, block, warps, stages):
+    mm = _example("matmul")
+    M, N, K = shape
+    BM, BN, BK = block
+    rng = np.random.default_rng(M + N + K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+
+    def args():
+        c = np.full((M, N), np.nan, np.float16)
+        return [a, b, c, M, N, K, K, 1, N, 1, N, 1]
+    grid = (-(-M // BM) * -(-N // BN),)
+    cx = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=4)
+    want, got, gir = _both(mm.matmul_kernel, grid, args, [2], cx,
+                           {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16"}, target, warps,
+                           stages, divisible=["a_ptr", "b_ptr", "c_ptr"])
+    assert "ttg.async_copy_global_to_local" in gir
+    _close(want, got, 1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D,block,warps,stages", [(64, (64, 64), 4, 3), (64, (128, 64), 8, 2),
+                                                  (128, (64, 32), 4, 2)])
+def test_attention_forward(target, causal, D, block, warps, stages):
+    import _attention_kernels as fwd
+    H, N = 2, 200
+    BM, BN = block
+    rng = np.random.default_rng(D + N + causal)
+    q, k, v = [(rng.standard_normal((1, H, N, D)) * 0.5).astype(np.float16) for _ in range(3)]
+    s = N * D
+
+    def args():
+        o = np.full((1, H, N, D), np.nan, np.float16)
+        return [q, k, v, o, 0.125, H, N, H * s, s, D, H * s, s, D, H * s, s, D, H * s, s, D]
+    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, M=None, STORE_M=False)
+    types = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32"}
+    want, got, gir = _both(fwd.attn_fwd, (-(-N // BM), H), args, [3], cx, types, target, warps,
+                           stages, divisible=["Q", "K", "V", "Out"])
+    assert ("ttng.warp_group_dot" in gir) == (target == "sm_90a")
+    assert "ttg.async_copy_global_to_local" in gir
+    _close(want, got, 1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_dq(target, causal):
+    import _attention_bwd_kernels as bwd
+    D, N, H, BM, BN, W, S = 64, 200, 2, 64, 64, 4, 2
+    rng = np.random.default_rng(7 + causal)
+    q, k, v, do = [(rng.standard_normal((1, H, N, D)) * 0.5).astype(np.float16) for _ in range(4)]
+    M = rng.standard_normal((H, N)).astype(np.float32) + 3
+    delta = rng.standard_normal((H, N)).astype(np.float32)
+
+    def args():
+        dq = np.full((1, H, N, D), np.nan, np.float16)
+        return [q, k, v, do, dq, M, delta, 0.125, H, N, H * N * D, N * D, D]
+    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal)
+    types = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "DO": "*fp16", "DQ": "*fp16",
+             "M": "*fp32", "Delta": "*fp32", "sm_scale": "fp32"}
+    want, got, _ = _both(bwd.attn_bwd_dq, (-(-N // BM), H), args, [4], cx, types, target, W, S,
+                         divisible=["Q", "K", "V", "DO", "DQ", "M", "Delta"])
+    _close(want, got, 1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n_cols,block", [(300, 128), (1000, 1024)])
+def test_layer_norm_forward_and_backward(target, n_cols, block):
+    ln = _example("layer_norm")
+    rows = 37
+    rng = np.random.default_rng(n_cols)
+    x = rng.standard_normal((rows, n_cols)).astype(np.float32)
+    w = rng.standard_normal(n_cols).astype(np.float32)
+    b = rng.standard_normal(n_cols).astype(np.float32)
+    dy = rng.standard_normal((rows, n_cols)).astype(np.float32)
+
+    def fwd_args():
+        y = np.full_like(x, np.nan)
+        return [x, y, w, b, np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32),
+                n_cols, n_cols, 1e-5]
+    f32 = "*fp32"
+    types = {n: f32 for n in ("x_ptr", "y_ptr", "w_ptr", "b_ptr", "mean_ptr", "rstd_ptr", "dy_ptr",
+                              "dx_ptr", "part_dw_ptr", "part_db_ptr")}
+    types["eps"] = "fp32"
+    want, got, _ = _both(ln.layer_norm_fwd_kernel, (rows,), fwd_args, [1, 4, 5],
+                         dict(BLOCK_SIZE=block), types, target, 4, 3)
+    _close(want, got, 1e-5)
+    mean, rstd = want[1], want[2]
+    progs = 8
+    big = 1 << (n_cols - 1).bit_length()
+
+    def bwd_args(in_place=False):
+        dx = dy.copy() if in_place else np.full_like(x, np.nan)
+        return [x, dx if in_place else dy, dx, w, mean, rstd,
+                np.full((progs, n_cols), np.nan, np.float32),
+                np.full((progs, n_cols), np.nan, np.float32), n_cols, rows, n_cols]
+    # The row loop stores dX: the GPU IR versions it on a check that the stores cannot reach
+    # the rows it loads ahead; dX over dY (in place) takes the loop as written.
+    for in_place in (False, True):
+        want, got, gir = _both(ln.layer_norm_bwd_dx_kernel, (progs,),
+                               lambda: bwd_args(in_place), [2, 6, 7], dict(BLOCK_SIZE=big),
+                               types, target, 8, 1)
+        assert "prefetched = " in gir and "scf.if" in gir  # versioned, rows a step ahead
+        _close(want, got, 1e-4)
