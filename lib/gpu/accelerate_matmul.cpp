@@ -341,6 +341,28 @@ Operation *allocPoint(Operation *dot, Value *v) {
   return at;
 }
 
+/// The shared copy of `v` of type `m` (immutable) made before `at`, in its
+/// block or an enclosing one, which a dot at `at` reads instead of making a
+/// second one. The attention backward's causal dK/dV kernel reads K and V
+/// in two loops: with a copy before each, their registers (64 a thread at
+/// d128) stayed live across the first loop to be stored again before the
+/// second, and ptxas spilled them (208 bytes).
+Value *existingCopy(Operation *at, Value *v, const Type *m) {
+  for (Operation *pos = at; pos; pos = pos->parentOp()) {
+    Block *b = pos->parentBlock();
+    if (!b)
+      break;
+    for (auto &op : b->ops()) {
+      if (op.get() == pos)
+        break;
+      if (op->code() == OpCode::LocalAlloc && op->numOperands() == 1 &&
+          op->operand(0) == v && op->result(0)->type() == m)
+        return op->result(0);
+    }
+  }
+  return nullptr;
+}
+
 /// Whether wgmma should read A from registers: a 16-bit operand that is
 /// computed (not loaded from memory).
 bool fromRegisters(Value *a, bool sixteenBit) {
@@ -379,11 +401,13 @@ Value *throughShared(Operation *dot, unsigned i, const GPULayout *l,
       SwizzledSharedLayout::get(vec, perPhase, maxPhase, order);
   const Type *m = Type::memdesc(t->element(), t->shape(), sl, false);
   Operation *at = allocPoint(dot, v);
-  Value *mem = at->parentBlock()
-                   ->insert(at->parentBlock()->find(at),
-                            Operation::create(OpCode::LocalAlloc, {v}, {m}, {},
-                                              dot->loc()))
-                   ->result(0);
+  Value *mem = existingCopy(at, v, m);
+  if (!mem)
+    mem = at->parentBlock()
+              ->insert(at->parentBlock()->find(at),
+                       Operation::create(OpCode::LocalAlloc, {v}, {m}, {},
+                                         dot->loc()))
+              ->result(0);
   stats.add("gpu.operands-through-shared");
   Block *b = dot->parentBlock();
   return b
@@ -465,9 +489,11 @@ bool useWgmma(Function &f, Operation *&dot, int numWarps, PassStats &stats) {
     Value *v = dot->operand(i);
     const Type *m = Type::memdesc(v->type()->element(), v->type()->shape(), l,
                                   /*mutable=*/false);
+    Operation *at = allocPoint(dot, v);
+    if (Value *mem = existingCopy(at, v, m))
+      return mem;
     auto alloc = Operation::create(OpCode::LocalAlloc, {v}, {m}, {},
                                    dot->loc());
-    Operation *at = allocPoint(dot, v);
     Block *b = at->parentBlock();
     return b->insert(b->find(at), std::move(alloc))->result(0);
   };
