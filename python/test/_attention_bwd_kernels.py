@@ -156,9 +156,8 @@ def attn_bwd_dq(Q, K, V, DO, DQ, M, Delta, sm_scale, H, N_CTX, stride_z, stride_
 
 # (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, num_warps, num_stages): the dK/dV kernel's query and key
 # blocks, the dQ kernel's query and key blocks, and the launch options of both.
-# For sm_90a (ptxas, fp16): at head dim 64 no kernel spills (dK/dV 205-248 registers, dQ 189-194);
-# at 128, CONFIG_D128 keeps dK/dV spill-free (128-224 registers) while dQ spills 16-44 bytes, the
-# least of the configs tried.
+# For sm_90a (ptxas, fp16, the eighteenth session's compiler): no kernel spills at these configs
+# (head dim 64: dK/dV 187-195 registers, dQ 134-150; 128: dK/dV 173-184, dQ 156-157).
 DEFAULT_CONFIG = (64, 128, 128, 64, 8, 2)
 CONFIG_D128 = (64, 64, 128, 32, 8, 2)
 PRE_BLOCK = 64
