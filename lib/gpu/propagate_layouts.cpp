@@ -12,6 +12,7 @@
 // layout, a reduction along axis a takes slice(L, a), expand_dims of such a
 // slice takes its parent again, broadcasts keep it, and a value yielded by a
 // loop ties the loop's iter_arg and result to it (the init then arrives
+// converted), as does a value a loop starts from (the yield then arrives
 // converted). Where the web meets other code it converts: operands flowing
 // in are rebuilt when cheap (the next remove-layout-conversions does that)
 // or converted; uses outside the web (stores, reshapes...) get a conversion
@@ -179,6 +180,20 @@ struct Web {
       }
       break;
     }
+    case OpCode::For:
+      if (i >= 3) {
+        // A loop's init: the mirror of a yield. The slot's iter_arg and
+        // result take the layout, and the value the body yields for it
+        // arrives in it. (Taken as a use outside the web, the init was
+        // converted back while a yield in the web retyped the iter_arg:
+        // a loop whose init and iter_arg disagreed.)
+        Block &body = u->region(0).front();
+        add(body.argument(1 + (i - 3)), l, work);
+        add(u->result(i - 3), l, work);
+        ins.push_back({body.terminator(), i - 3});
+        return;
+      }
+      break;
     default:
       break;
     }
@@ -189,6 +204,8 @@ struct Web {
   const GPULayout *wanted(Operation *op, unsigned i) const {
     if (op->code() == OpCode::For)
       return layout.at(op->result(i - 3));
+    if (op->code() == OpCode::Yield)
+      return layout.at(op->parentOp()->result(i));
     return layout.at(op->result(0));
   }
 };
