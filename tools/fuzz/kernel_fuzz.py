@@ -10,7 +10,9 @@ CPU executor, on the same fresh random inputs:
   (c) the whole pipeline (+ licm),
   (d) prefetch-loads alone, after the whole pipeline, and after the GPU layout passes (the GPU
       compile runs it on both levels), there also after the pipeliner (which stages a dot loop's
-      vector loads through shared memory).
+      vector loads through shared memory),
+  (e) the GPU compile's passes in its order (but fuse-multiply-add), through shared-memory
+      allocation and barrier insertion.
 All outputs are compared bit for bit (ints and floats: the passes must not change a float result,
 not even the sign of a zero or a NaN payload's presence). A mismatch (or a pass / the executor
 failing only after a pass) prints the seed, the stage and a delta-minimised program.
@@ -67,6 +69,11 @@ def pipelines():
     # into shared memory, stages ahead), then prefetch-loads on the loops it left.
     stages.append(("GPU layouts + pipeline + prefetch-loads",
                    pipe + layouts + ["pipeline", "prefetch-loads"]))
+    # The GPU compile's whole order (lib/target/nvidia/pipeline.cpp) but fuse-multiply-add, which
+    # rounds once where the program rounds twice: shared memory allocated, barriers inserted.
+    stages.append(("GPU compile order",
+                   list(_C.default_pipeline()) + ["prefetch-loads"] + layouts +
+                   ["pipeline", "prefetch-loads", "allocate-shared-memory", "insert-barriers"]))
     return stages
 
 
