@@ -1,7 +1,8 @@
 """The GPU compile's last IR (layouts, pipelined and staged loops, prefetched and versioned row
 loops, shared memory allocated, barriers inserted) run by the CPU executor beside the tile IR
 the CPU path runs, on the kernels users compile most: the tutorial matmul with ragged M, N and
-K, the attention forward (causal and not) and backward, layer norm forward and backward. No GPU
+K (and its block-pointer form), the attention forward (causal and not) and backward, layer norm
+forward and backward, softmax, dropout (bit for bit: Philox is integer arithmetic). No GPU
 needed: a GPU pass that changes what a kernel computes shows here, before it reaches a GPU (what
 the PTX emitter makes of the IR is the GPU tests' part). The two differ only by rounding (fused
 multiply-adds, the order of a dot's sums)."""
@@ -181,3 +182,51 @@ def test_layer_norm_forward_and_backward(target, n_cols, block):
                                types, target, 8, 1)
         assert "prefetched = " in gir and "scf.if" in gir  # versioned, rows a step ahead
         _close(want, got, 1e-4)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_block_pointer_matmul(target):
+    # tl.make_block_ptr / tl.advance with boundary_check: masked loads after the GPU passes.
+    bp = _example("block_ptr_matmul")
+    M, N, K, BM, BN, BK = 72, 40, 100, 32, 32, 32
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+
+    def args():
+        return [a, b, np.full((M, N), np.nan, np.float16), M, N, K, K, 1, N, 1, N, 1]
+    want, got, gir = _both(bp.block_ptr_matmul_kernel, (-(-M // BM), -(-N // BN)), args, [2],
+                           dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK),
+                           {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16"}, target, 4, 3,
+                           divisible=["a_ptr", "b_ptr", "c_ptr"])
+    _close(want, got, 1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n_cols,warps", [(781, 4), (3000, 8)])
+def test_softmax(target, n_cols, warps):
+    sm = _example("fused_softmax")
+    rows = 9
+    x = np.random.default_rng(n_cols).standard_normal((rows, n_cols)).astype(np.float32)
+    block = 1 << (n_cols - 1).bit_length()
+
+    def args():
+        return [np.full_like(x, np.nan), x, n_cols, n_cols, n_cols]
+    want, got, _ = _both(sm.softmax_kernel, (rows,), args, [0], dict(BLOCK=block),
+                         {"out_ptr": "*fp32", "in_ptr": "*fp32"}, target, warps, 3)
+    _close(want, got, 1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dropout_is_bit_exact(target):
+    # tl.rand's Philox stream: integer arithmetic, the same bits on both levels.
+    dr = _example("dropout")
+    n = 5000
+    x = (np.random.default_rng(0).standard_normal(n) + 3).astype(np.float32)
+
+    def args():
+        return [x, np.full_like(x, np.nan), n, 0.3, 1234]
+    want, got, _ = _both(dr.seeded_dropout_kernel, (-(-n // 1024),), args, [1],
+                         dict(BLOCK=1024), {"x_ptr": "*fp32", "out_ptr": "*fp32", "p": "fp32"},
+                         target, 4, 3)
+    np.testing.assert_array_equal(got[0], want[0])
