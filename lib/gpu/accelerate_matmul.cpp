@@ -46,20 +46,6 @@ int countUses(Function &f, Value *v) {
   return n;
 }
 
-bool isZeroConstant(Value *v) {
-  Operation *d = v->definingOp();
-  while (d && isLayoutConversion(*d))
-    d = d->operand(0)->definingOp();
-  if (!d || d->code() != OpCode::Constant)
-    return false;
-  const Attribute &a = d->attrs().at("value");
-  if (auto *i = std::get_if<int64_t>(&a))
-    return *i == 0;
-  if (auto *x = std::get_if<double>(&a))
-    return *x == 0.0 && !std::signbit(*x);
-  return false;
-}
-
 /// Step 1: `add(x, dot(a, b, 0))` -> `dot(a, b, x)` where the dot's result
 /// has no other use. Integer adds are exact; a float add is reassociated
 /// (x + (0 + sum) vs ((x + p0) + p1) ...), the rewrite every Triton user

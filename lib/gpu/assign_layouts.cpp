@@ -6,6 +6,7 @@
 #include "tritium/ir/printer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -612,6 +613,20 @@ OpSupport layoutSupport(OpCode c) {
 
 bool isLayoutConversion(const Operation &op) {
   return op.code() == OpCode::ConvertLayout;
+}
+
+bool isZeroConstant(Value *v) {
+  Operation *d = v->definingOp();
+  while (d && isLayoutConversion(*d))
+    d = d->operand(0)->definingOp();
+  if (!d || d->code() != OpCode::Constant)
+    return false;
+  const Attribute &a = d->attrs().at("value");
+  if (auto *i = std::get_if<int64_t>(&a))
+    return *i == 0;
+  if (auto *x = std::get_if<double>(&a))
+    return *x == 0.0 && !std::signbit(*x);
+  return false;
 }
 
 Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l) {

@@ -90,7 +90,6 @@
 #include "tritium/transforms/rewrite.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -426,18 +425,6 @@ Value *mapped(const std::map<Value *, Value *> &map, Value *v) {
 // layout (each element copied by its owner thread).
 constexpr int64_t kMaxStagedBytes = 4096;
 
-bool isPlusZero(Value *v) {
-  Operation *d = v->definingOp();
-  if (!d || d->code() != OpCode::Constant)
-    return false;
-  const Attribute &a = d->attrs().at("value");
-  if (auto *i = std::get_if<int64_t>(&a))
-    return *i == 0;
-  if (auto *x = std::get_if<double>(&a))
-    return *x == 0.0 && !std::signbit(*x);
-  return false;
-}
-
 /// The ops computing `roots` (tensors), definitions first, when each can be
 /// rebuilt in another layout: constants, splats of scalars, make_range and
 /// elementwise ops of such values, in the body or before the loop (clones
@@ -550,7 +537,7 @@ void stageLoads(Function &f, Operation *loop, const std::vector<Operation *> &lo
         t->element(), t->shape(), SwizzledSharedLayout::get(1, 1, 1, {0}), false);
     Value *alloc = at.op(OpCode::LocalAlloc, {nl->result(0)}, md);
     Value *v = at.op(OpCode::LocalLoad, {alloc}, t);
-    if (mask && other && !isPlusZero(other))
+    if (mask && other && !isZeroConstant(other))
       v = at.op(OpCode::Select, {mask, v, other}, t);
     replaceAllUsesWith(f, ld->result(0), v);
     ld->erase();

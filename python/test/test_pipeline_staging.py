@@ -13,32 +13,12 @@ import pytest
 import tritium
 import tritium.language as tl
 from tritium.errors import load_C
+# The attention backward's dK/dV loop in small: M indexed by the induction variable (other = inf,
+# so the staged copy's zeros are replaced after the read), D by an offset the loop advances (an
+# iter arg: copied in the layout its users read).
+from test_prefetch_loads import _GPU_LAYOUT_PASSES as _LAYOUT_PASSES, _dot_rows, _tile_kernel
 
 C = load_C()
-
-_LAYOUT_PASSES = ["convert-to-gpu", "remove-layout-conversions", "accelerate-matmul",
-                  "propagate-layouts", "remove-layout-conversions"]
-
-
-@tritium.jit
-def _dot_rows(K, Q, M, D, Out, n, BLOCK: tl.constexpr):
-    # The attention backward's dK/dV loop in small: M indexed by the induction variable (other
-    # = inf, so the staged copy's zeros are replaced after the read), D by an offset the loop
-    # advances (an iter arg: copied in the layout its users read).
-    offs = tl.arange(0, BLOCK)
-    k = tl.load(K + offs[:, None] * BLOCK + offs[None, :])
-    acc = tl.zeros([BLOCK, BLOCK], tl.float32)
-    curr = 0
-    for start in range(0, n, BLOCK):
-        rows = start + offs
-        qt = tl.load(Q + rows[None, :] * BLOCK + offs[:, None], mask=rows[None, :] < n, other=0.0)
-        m = tl.load(M + rows, mask=rows < n, other=float("inf"))
-        d = tl.load(D + curr + offs, mask=curr + offs < n, other=0.0)
-        p = tl.math.exp2(tl.dot(k, qt) - m[None, :]) * d[None, :]
-        acc = tl.dot(p.to(tl.float16), k, acc)
-        curr += BLOCK
-    tl.store(Out + offs[:, None] * BLOCK + offs[None, :], acc)
-
 
 def _inputs(n, B, seed):
     rng = np.random.default_rng(seed)
@@ -47,12 +27,6 @@ def _inputs(n, B, seed):
     M = rng.standard_normal(max(n, 1)).astype(np.float32)
     D = rng.standard_normal(max(n, 1)).astype(np.float32)
     return K, Q, M, D
-
-
-def _tile_kernel(fn, grid, args, **constexprs):
-    fn.cache.clear()
-    fn[grid](*args, **constexprs)
-    return next(iter(fn.cache.values()))
 
 
 def _pipelined(tk, num_warps, num_stages, target="sm_90a"):

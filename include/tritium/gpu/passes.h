@@ -125,6 +125,10 @@ Operation *carriedAccumulatorLoop(const Operation &dot);
 
 /// True for a layout conversion of the GPU IR (ttg.convert_layout).
 bool isLayoutConversion(const Operation &op);
+/// True when `v` is a constant zero (an integer 0 or +0.0, looked through
+/// layout conversions): an accumulator a dot may drop, an `other` a
+/// zero-filling copy already gives.
+bool isZeroConstant(Value *v);
 /// Inserts a conversion of `v` to layout `l` before `before`.
 Value *createLayoutConversion(Operation *before, Value *v, const GPULayout *l);
 
