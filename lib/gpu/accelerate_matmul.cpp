@@ -332,7 +332,7 @@ Operation *allocPoint(Operation *dot, Value *v) {
 /// second one. The attention backward's causal dK/dV kernel reads K and V
 /// in two loops: with a copy before each, their registers (64 a thread at
 /// d128) stayed live across the first loop to be stored again before the
-/// second, and ptxas spilled them (208 bytes).
+/// second, and ptxas spilled them (212 bytes at d128, 64x128 blocks).
 Value *existingCopy(Operation *at, Value *v, const Type *m) {
   for (Operation *pos = at; pos; pos = pos->parentOp()) {
     Block *b = pos->parentBlock();
