@@ -13,6 +13,7 @@
 #include "tritium/runtime/thread_pool.h"
 #include "tritium/target/nvidia/pipeline.h"
 
+#include <chrono>
 #include <optional>
 
 namespace tritium::bindings {
@@ -55,6 +56,7 @@ py::dict resultDict(const CompileJob &job, const CompileResult &r) {
   out["ptx"] = ck.ptx;
   out["num_warps"] = ck.numWarps;
   out["shared_bytes"] = ck.sharedBytes;
+  out["loop_loads"] = r.loopLoads;
   out["target"] = r.target;
   out["params"] = paramList(ck.params);
   if (job.opts.boundsCheck) {
@@ -222,6 +224,39 @@ void bindCompile(py::module_ &m) {
       "module is GPU IR (every tensor has a layout, e.g. hand-written text): only the "
       "shared-memory passes and emission run. skip_passes: optimizations left out (see "
       "TRITIUM_DISABLE_PASSES).");
+
+  m.def(
+      "assemble_ptx",
+      [](std::string ptx, const std::string &target, int threads, bool loopLoads,
+         int64_t sharedBytes) {
+        // compileKernel's step 5 alone, for PTX that compile_batch(ptxas=False) made:
+        // lets a caller hand out the kernel's shared memory and PTX first and wait for
+        // ptxas later (the Inductor surface).
+        PassStats stats;
+        runtime::PtxasResult a;
+        double ms = 0;
+        {
+          py::gil_scoped_release release;
+          auto t0 = std::chrono::steady_clock::now();
+          a = assembleKernelPTX(ptx, target, threads, loopLoads, sharedBytes, stats);
+          ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                   .count();
+        }
+        py::dict out;
+        out["ptx"] = ptx;
+        out["cubin"] = py::bytes(a.cubin);
+        out["ptxas_log"] = a.log;
+        out["ptxas_ms"] = ms;
+        out["stats"] = stats.counters;
+        return out;
+      },
+      py::arg("ptx"), py::arg("target"), py::arg("threads"), py::arg("loop_loads"),
+      py::arg("shared_bytes"),
+      "Assembles PTX of compile_batch(ptxas=False) as the whole compile would have "
+      "(ptxas, with the register-cap variants where they apply; the GIL released): "
+      "dict(ptx (with the cap kept, if any), cubin, ptxas_log, ptxas_ms, stats). Takes "
+      "the job's target, num_warps * 32 threads, and the result's loop_loads and "
+      "shared_bytes. Raises InternalError with ptxas's log where ptxas rejects the PTX.");
 
   m.def(
       "compile_batch",

@@ -207,6 +207,7 @@ void compileKernel(const Module &m, const std::string &kernel,
   ck.accessSites = std::move(e.accessSites);
   ck.uncheckedAccesses = e.uncheckedAccesses;
   ck.accesses = std::move(e.accesses);
+  r.loopLoads = nvidia::loadsInALoop(f);
   steps.end();
 
   // 5. cubin (optional: without ptxas the runtime hands PTX to the driver).
@@ -214,14 +215,20 @@ void compileKernel(const Module &m, const std::string &kernel,
   // loads in a loop, is assembled with a register cap too (register_cap.cpp).
   if (opts.assemble) {
     steps.begin("ptxas");
-    runtime::PtxasResult a = nvidia::assembleWithRegisterCap(
-        ck.ptx, r.target, opts.numWarps * gpu::kThreadsPerWarp,
-        nvidia::loadsInALoop(f), ck.sharedBytes, r.stats);
+    runtime::PtxasResult a =
+        assembleKernelPTX(ck.ptx, r.target, opts.numWarps * gpu::kThreadsPerWarp,
+                          r.loopLoads, ck.sharedBytes, r.stats);
     r.cubin = std::move(a.cubin);
     r.ptxasLog = std::move(a.log);
     r.assembled = true;
     steps.end();
   }
+}
+
+runtime::PtxasResult assembleKernelPTX(std::string &ptx, const std::string &arch,
+                                       int threads, bool loopLoads, int64_t sharedBytes,
+                                       PassStats &stats) {
+  return nvidia::assembleWithRegisterCap(ptx, arch, threads, loopLoads, sharedBytes, stats);
 }
 
 CompileResult compileKernel(const Module &m, const std::string &kernel,

@@ -78,14 +78,15 @@ class _BackHalf:
         return _BackHalf(f)
 
 
-def _lazy(name):
+def _lazy(name, step="_resolve"):
     """An attribute of a GPU CompiledKernel known once its compile's back half
-    is done: reading it waits for that (CompiledKernel._resolve)."""
+    is done: reading it waits for that (CompiledKernel._resolve), or, with
+    step="_resolve_metadata", only for the back half's PTX step."""
 
     def get(self):
         d = self.__dict__
         if name not in d:
-            self._resolve()
+            getattr(self, step)()
         return d[name]
 
     def put(self, value):
@@ -147,16 +148,21 @@ class CompiledKernel:
 
     A GPU kernel is made while its compile's back half (GPU passes, PTX,
     ptxas) still runs on a thread pool, so that Inductor's several configs of
-    one kernel compile at once: `gpu`, `metadata`, `packed_metadata` and `asm`
-    wait for it when first read (Inductor reads them after `_init_handles`,
-    once every config was submitted)."""
+    one kernel compile at once: `gpu` and `asm` wait for it when first read,
+    `metadata` and `packed_metadata` only for its PTX (which fixes the shared
+    memory a launch asks for). Inductor reads them in make_launcher, after
+    every config was submitted. For the kernels whose registers Inductor does
+    not ask for before their first launch (_defers_load), `_init_handles`
+    does not wait for ptxas either: the first launch does, so that the ptxas
+    runs of a graph's kernels overlap."""
 
     gpu = _lazy("gpu")
-    metadata = _lazy("metadata")
-    packed_metadata = _lazy("packed_metadata")
+    metadata = _lazy("metadata", "_resolve_metadata")
+    packed_metadata = _lazy("packed_metadata", "_resolve_metadata")
     asm = _lazy("asm")
 
-    def __init__(self, src, metadata, constexpr_params, tile=None, gpu_future=None):
+    def __init__(self, src, metadata, constexpr_params, tile=None, gpu_future=None,
+                 ptx_future=None):
         self.src = src
         self.tile = tile
         self.hash = metadata.hash
@@ -172,6 +178,8 @@ class CompiledKernel:
             self.n_max_threads = 1
         else:
             self._future, self._partial_metadata = _BackHalf(gpu_future), metadata
+            if ptx_future is not None:
+                self._ptx_future = _BackHalf(ptx_future)
             self.n_max_threads = 32 * metadata.num_warps
         # Positions in a launch's argument list that are specialised away,
         # and the ones that stay (in order).
@@ -192,11 +200,43 @@ class CompiledKernel:
             gpu = future.result()
         finally:
             _add_seconds(t0)
-        metadata = self._partial_metadata._replace(shared=gpu.shared)
-        self.__dict__.update(gpu=gpu, metadata=metadata, packed_metadata=metadata,
-                             asm=dict(gpu.asm))
+        if "_partial_metadata" in self.__dict__:
+            metadata = self._partial_metadata._replace(shared=gpu.shared)
+            self.__dict__.update(metadata=metadata, packed_metadata=metadata)
+            del self.__dict__["_partial_metadata"]
+        self.__dict__.update(gpu=gpu, asm=dict(gpu.asm))
         del self.__dict__["_future"]
+        self.__dict__.pop("_ptx_future", None)
+
+    def _resolve_metadata(self):
+        """Waits for the GPU compile's PTX (not for ptxas, where the compile
+        runs in two steps) and fills in the metadata: its shared memory."""
+        ptx = self.__dict__.get("_ptx_future")
+        if ptx is None or "_partial_metadata" not in self.__dict__:
+            return self._resolve()
+        t0 = time.perf_counter()
+        try:
+            shared = ptx.result()["shared"]
+        finally:
+            _add_seconds(t0)
+        metadata = self._partial_metadata._replace(shared=shared)
+        self.__dict__.update(metadata=metadata, packed_metadata=metadata)
         del self.__dict__["_partial_metadata"]
+        del self.__dict__["_ptx_future"]
+
+    # Inductor's kernel names by kind (torch/_inductor/codegen: triton_poi_ for pointwise,
+    # triton_per_ for persistent reductions). For these it reads no register count before
+    # the first launch; for a non-persistent reduction (triton_red_) it may, to halve the
+    # reduction block of a config that limits occupancy, so those, and kernels of any other
+    # name, load (and wait for ptxas) in _init_handles as Triton's do.
+    _DEFERRED_KINDS = ("triton_poi_", "triton_per_")
+
+    def _defers_load(self):
+        """Whether _init_handles leaves loading the kernel to its first launch:
+        ptxas is still running and Inductor does not need its registers before."""
+        future = self.__dict__.get("_future")
+        return (future is not None and not future.future.done()
+                and self.name.startswith(self._DEFERRED_KINDS))
 
     @property
     def shared(self):
@@ -214,6 +254,22 @@ class CompiledKernel:
         __dict__, which would hide the method: dropped."""
         if self.__dict__.get("run", 0) is None:
             del self.__dict__["run"]
+        if self._defers_load():
+            # Registers and spills unknown until ptxas is done (Inductor then does not
+            # skip a config for spilling); the first launch loads the kernel.
+            self.n_regs = self.n_spills = None
+            self._fast = self._first_launch
+            return
+        self._load()
+
+    def _first_launch(self, grid_0, grid_1, grid_2, stream, args):
+        """The warm launch of a kernel whose load _init_handles deferred: waits
+        for its compile (counted as compile time), loads it, then launches as
+        the bound warm path does from then on."""
+        self._load()
+        return self._fast(grid_0, grid_1, grid_2, stream, args)
+
+    def _load(self):
         if self.gpu is not None:
             from ..runtime import cuda as _cuda  # noqa: PLC0415
 
@@ -327,7 +383,8 @@ _cache_lock = threading.Lock()
 # only in them share one compile.
 _tiles = {}
 # (jit function, specialisation key, num_warps, num_stages, sm target) ->
-# Future of the GPUKernel (tritium's disk cache sits below this one).
+# (Future of its shared memory, set once its PTX is; Future of the GPUKernel)
+# (tritium's disk cache sits below this one).
 _gpus = {}
 _pool = None
 
@@ -429,17 +486,18 @@ def _compile_cuda(src, target, options, params, key, num_warps, num_stages, drop
     with _cache_lock:
         future = _gpus.get(ck)
     if future is None:
+        ptx = concurrent.futures.Future()
         try:
-            future = compile_gpu_future(src.fn, params, key, _back_pool(), num_warps=num_warps,
-                                        num_stages=num_stages, target=sm)
+            kernel = compile_gpu_future(src.fn, params, key, _back_pool(), num_warps=num_warps,
+                                        num_stages=num_stages, target=sm, ptx_future=ptx)
         except CompilationError as e:
             raise e.with_traceback(None) from None
         with _cache_lock:
-            future = _gpus.setdefault(ck, future)
+            future = _gpus.setdefault(ck, (ptx, kernel))
         _count_compile(src.name)
-    # shared is filled in from the compiled kernel (CompiledKernel._resolve).
+    # shared is filled in once the PTX is (CompiledKernel._resolve_metadata).
     metadata = _metadata(src, src.name, target, options, num_warps, num_stages, shared=None)
-    return CompiledKernel(src, metadata, dropped, gpu_future=future)
+    return CompiledKernel(src, metadata, dropped, gpu_future=future[1], ptx_future=future[0])
 
 
 def _count_compile(name):

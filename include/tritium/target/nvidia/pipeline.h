@@ -7,6 +7,7 @@
 // configs, bounds-checked or not), tritium-opt --emit-ptx.
 #pragma once
 
+#include "tritium/runtime/ptxas.h"
 #include "tritium/target/nvidia/ptx.h"
 #include "tritium/transforms/pass.h"
 
@@ -37,6 +38,9 @@ struct CompileResult {
   /// With PipelineOptions::assemble: the cubin and ptxas's log.
   bool assembled = false;
   std::string cubin, ptxasLog;
+  /// Whether the kernel loads in a loop (nvidia::loadsInALoop): what a later
+  /// assembly of `kernel.ptx` alone (assemble_ptx) needs to know.
+  bool loopLoads = false;
   PassStats stats;
   /// The step running ("options", "tile", "gpu", "shared-memory", "ptx",
   /// "ptxas"): after a throw, the one that threw.
@@ -46,6 +50,15 @@ struct CompileResult {
   /// The milliseconds of `step`, 0 when it did not run.
   double ms(const std::string &step) const;
 };
+
+/// compileKernel's last step on its own: `ptx` (a CompiledKernel's, for
+/// `arch`, programs of `threads` threads asking for `sharedBytes`) assembled
+/// by ptxas, with the register-cap variants where they apply (`loopLoads`:
+/// CompileResult::loopLoads); `ptx` is rewritten where a cap is kept. Lets a
+/// caller emit PTX first and assemble it later, with the same result.
+runtime::PtxasResult assembleKernelPTX(std::string &ptx, const std::string &arch,
+                                       int threads, bool loopLoads, int64_t sharedBytes,
+                                       PassStats &stats);
 
 /// Compiles `kernel` of `m` (left unchanged: the compile works on a copy)
 /// for opts.target. Throws UserError (with the op's location where there is
