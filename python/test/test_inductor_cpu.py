@@ -387,6 +387,7 @@ k._init_handles()   # a pointwise kernel: the load is left to its first launch
 assert k.n_regs is None and k.n_spills is None and k.__dict__["_fast"] == k._first_launch
 assert not k.__dict__["_future"].future.done()
 assert r._defers_load() is False   # a reduction's registers are read before: it waits
+assert r.metadata.shared == 0      # its PTX did not queue behind the first kernel's ptxas
 calls = []
 
 def load():   # _load without a driver: the warm path on a stub of the C++ launcher

@@ -283,10 +283,9 @@ def _back_one(front, publish=None):
     return out
 
 
-def _back_staged(front, on_ptx, publish=None):
-    """_back_one in two steps: GPU passes and PTX (compile_batch without ptxas), then
-    on_ptx(that result), then ptxas on its PTX (assemble_ptx: the same assembly, register
-    cap included, as the one-step compile makes). Returns the GPUKernel; raises its error."""
+def _back_ptx(front):
+    """The first step of a back half run in two (compile_gpu_future's ptx_future): GPU
+    passes and PTX, compile_batch without ptxas. Returns its result dict; raises its error."""
     C = load_C()
     p = front
     job = (p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages, p.bounds_check,
@@ -294,17 +293,24 @@ def _back_staged(front, on_ptx, publish=None):
     res = C.compile_batch([job], False, 1)[0]
     if res.get("error") is not None:
         raise _compile_error(C, res["error"], p.tile).with_traceback(None)
-    on_ptx(res)
+    return res
+
+
+def _back_assemble(front, res, publish=None):
+    """The second step: ptxas on _back_ptx's PTX (assemble_ptx: the same assembly, register
+    cap included, as the one-step compile makes), then the GPUKernel (_finish)."""
+    C = load_C()
     if C.ptxas_path() is not None:  # as compile_batch's ptxas=None decides
         a = C.assemble_ptx(res["ptx"], res["target"], int(res["num_warps"]) * 32,
                            bool(res["loop_loads"]), int(res["shared_bytes"]))
         res.update(ptx=a["ptx"], cubin=a["cubin"], ptxas_log=a["ptxas_log"],
                    ptxas_ms=a["ptxas_ms"])
-    return _finish(p, res, publish)
+    return _finish(front, res, publish)
 
 
 def compile_gpu_future(jit_fn, params, spec_key, executor, *, num_warps=DEFAULT_NUM_WARPS,
-                       num_stages=DEFAULT_NUM_STAGES, target="sm_90a", ptx_future=None):
+                       num_stages=DEFAULT_NUM_STAGES, target="sm_90a", ptx_future=None,
+                       assembler=None):
     """compile_gpu with its back half (GPU passes, PTX, ptxas: most of the time, run with the
     GIL released) on `executor` (a concurrent.futures executor): returns a Future of the
     GPUKernel, done at once on a disk-cache hit. The front half (cache lookup, AST walk, tile
@@ -315,8 +321,10 @@ def compile_gpu_future(jit_fn, params, spec_key, executor, *, num_warps=DEFAULT_
 
     ptx_future: a Future set, before ptxas runs, to {"shared": bytes} of the kernel (its
     PTX emitted, so what it asks of a launch is known): the back half then runs as two steps
-    (_back_staged), which lets a caller prepare the launch while ptxas still runs. It fails
-    with the kernel's Future where the compile fails before ptxas."""
+    (_back_ptx, _back_assemble), which lets a caller prepare the launch while ptxas still
+    runs. It fails with the kernel's Future where the compile fails before ptxas. assembler:
+    the executor of the second step (default: `executor`, after the first), so that the
+    first steps of later kernels do not queue behind earlier kernels' ptxas runs."""
     import concurrent.futures  # noqa: PLC0415
 
     front = _compile_front(jit_fn, params, spec_key, num_warps, num_stages, target, None, True)
@@ -327,22 +335,36 @@ def compile_gpu_future(jit_fn, params, spec_key, executor, *, num_warps=DEFAULT_
         future.set_result(front)
         return future
 
+    def fail(e):
+        if ptx_future is not None and not ptx_future.done():
+            ptx_future.set_exception(e)
+        if not future.done():
+            future.set_exception(e)
+        # else the kernel is out and the store failed: put() warns of what it could
+        # not write; the next process compiles the kernel again.
+
+    def assemble(res):
+        try:
+            _back_assemble(front, res, publish=future.set_result)
+        except BaseException as e:  # noqa: BLE001 -- handed to whoever waits
+            fail(e)
+
     def back():
         if not future.set_running_or_notify_cancel():
             return
         try:
             if ptx_future is None:
                 _back_one(front, publish=future.set_result)
-            else:
-                _back_staged(front, lambda res: ptx_future.set_result(
-                    {"shared": int(res["shared_bytes"])}), publish=future.set_result)
+                return
+            res = _back_ptx(front)
+            ptx_future.set_result({"shared": int(res["shared_bytes"])})
         except BaseException as e:  # noqa: BLE001 -- handed to whoever waits
-            if ptx_future is not None and not ptx_future.done():
-                ptx_future.set_exception(e)
-            if not future.done():
-                future.set_exception(e)
-            # else the kernel is out and the store failed: put() warns of what it could
-            # not write; the next process compiles the kernel again.
+            fail(e)
+            return
+        if assembler is None:
+            assemble(res)
+        else:
+            assembler.submit(assemble, res)
 
     executor.submit(back)
     return future

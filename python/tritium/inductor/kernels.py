@@ -390,13 +390,19 @@ _pool = None
 
 
 def _back_pool():
-    """The threads GPU compiles' back halves run on (one per core: ptxas is a
-    process of its own, the rest of the back half releases the GIL)."""
+    """The threads GPU compiles' back halves run on, one per core, in two pools:
+    GPU passes and PTX (what Inductor's precompile waits for: the shared
+    memory) on the first, ptxas (a process of its own; the first launch waits
+    for it) on the second, so that a kernel's PTX never queues behind other
+    kernels' ptxas runs."""
     global _pool
     with _cache_lock:
         if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=os.cpu_count() or 1, thread_name_prefix="tritium-inductor-compile")
+            n = os.cpu_count() or 1
+            _pool = (concurrent.futures.ThreadPoolExecutor(
+                         max_workers=n, thread_name_prefix="tritium-inductor-ptx"),
+                     concurrent.futures.ThreadPoolExecutor(
+                         max_workers=n, thread_name_prefix="tritium-inductor-ptxas"))
         return _pool
 
 # Launch options of Inductor's GPU configs tritium does not implement: a
@@ -488,8 +494,10 @@ def _compile_cuda(src, target, options, params, key, num_warps, num_stages, drop
     if future is None:
         ptx = concurrent.futures.Future()
         try:
-            kernel = compile_gpu_future(src.fn, params, key, _back_pool(), num_warps=num_warps,
-                                        num_stages=num_stages, target=sm, ptx_future=ptx)
+            ptx_pool, ptxas_pool = _back_pool()
+            kernel = compile_gpu_future(src.fn, params, key, ptx_pool, num_warps=num_warps,
+                                        num_stages=num_stages, target=sm, ptx_future=ptx,
+                                        assembler=ptxas_pool)
         except CompilationError as e:
             raise e.with_traceback(None) from None
         with _cache_lock:
