@@ -370,24 +370,42 @@ mods = surface.build()
 GPUTarget = mods["triton.backends.compiler"].GPUTarget
 ASTSource = mods["triton.compiler.compiler"].ASTSource
 import importlib
+import types
 poi = importlib.import_module("triton_poi_fused_mul_0").triton_poi_fused_mul_0
-red = importlib.import_module("triton_red_fused_mul_0").triton_red_fused_mul_0
+red_mod = importlib.import_module("triton_red_fused_mul_0")
+red = red_mod.triton_red_fused_mul_0
+# In Inductor's module the kernel's name is its autotuner, which holds the size hints.
+tuner = types.SimpleNamespace(size_hints={"x": 4096},
+                              device_props=types.SimpleNamespace(multi_processor_count=132))
+red_mod.triton_red_fused_mul_0 = tuner
 
-def compile(fn):
-    src = ASTSource(fn, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64},
-                    {(0,): [["tt.divisibility", 16]]})
+def compile(fn, block=64, r0=None):
+    sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    consts = {"BLOCK": block}
+    if r0 is not None:
+        sig["R0_BLOCK"], consts["R0_BLOCK"] = "constexpr", r0
+    src = ASTSource(fn, sig, consts, {(0,): [["tt.divisibility", 16]]})
     return mods["triton"].compile(src, target=GPUTarget("cuda", 90, 32),
                                   options={"num_warps": 2})
 
-k, r = compile(poi), compile(red)
+k, r = compile(poi), compile(red, r0=128)
 # ptxas waits for the flag: the metadata (shared memory) is known without it.
 assert k.metadata.shared == 0 and k.packed_metadata is k.metadata
 assert not k.__dict__["_future"].future.done()
 k._init_handles()   # a pointwise kernel: the load is left to its first launch
 assert k.n_regs is None and k.n_spills is None and k.__dict__["_fast"] == k._first_launch
 assert not k.__dict__["_future"].future.done()
-assert r._defers_load() is False   # a reduction's registers are read before: it waits
+# A looped reduction whose programs outnumber the SMs, its reduction block above 64: Inductor
+# may read its registers in precompile (to halve the block), so it waits.
+assert r._registers_read_first() is True and r._defers_load() is False
 assert r.metadata.shared == 0      # its PTX did not queue behind the first kernel's ptxas
+r_small = compile(red, block=32, r0=64)     # a reduction block of 64: registers never read
+assert r_small._defers_load() is True
+tuner.size_hints["x"] = 100                 # fewer programs than SMs: registers never read
+r_few = compile(red, block=16, r0=128)
+assert r_few._defers_load() is True
+red_mod.triton_red_fused_mul_0 = red        # no autotuner where Inductor keeps it: wait
+assert compile(red, block=8, r0=128)._registers_read_first() is True
 calls = []
 
 def load():   # _load without a driver: the warm path on a stub of the C++ launcher
@@ -424,8 +442,11 @@ def test_cuda_kernel_loads_at_its_first_launch(tmp_path):
     wrapper.write_text(f"#!/bin/sh\ni=0\nwhile [ ! -e {flag} ] && [ $i -lt 500 ]; do "
                        f'sleep 0.02; i=$((i+1)); done\nexec {ptxas} "$@"\n')
     wrapper.chmod(0o755)
-    for name in ("triton_poi_fused_mul_0", "triton_red_fused_mul_0"):
-        (tmp_path / f"{name}.py").write_text(_FRESH_KERNEL.format(name=name))
+    (tmp_path / "triton_poi_fused_mul_0.py").write_text(
+        _FRESH_KERNEL.format(name="triton_poi_fused_mul_0"))
+    (tmp_path / "triton_red_fused_mul_0.py").write_text(_FRESH_KERNEL.format(
+        name="triton_red_fused_mul_0").replace("BLOCK: tl.constexpr)",
+                                               "BLOCK: tl.constexpr, R0_BLOCK: tl.constexpr)"))
     env = _env(tmp_path, TRITIUM_PTXAS=str(wrapper), PTXAS_FLAG=str(flag),
                TRITIUM_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, "-c", _DEFERRED_SCRIPT, str(tmp_path)], env=env,

@@ -227,16 +227,46 @@ class CompiledKernel:
     # Inductor's kernel names by kind (torch/_inductor/codegen: triton_poi_ for pointwise,
     # triton_per_ for persistent reductions). For these it reads no register count before
     # the first launch; for a non-persistent reduction (triton_red_) it may, to halve the
-    # reduction block of a config that limits occupancy, so those, and kernels of any other
-    # name, load (and wait for ptxas) in _init_handles as Triton's do.
+    # reduction block of a config that limits occupancy (_registers_read_first), so those,
+    # and kernels of any other name, load (and wait for ptxas) in _init_handles as Triton's
+    # do where that may happen.
     _DEFERRED_KINDS = ("triton_poi_", "triton_per_")
 
     def _defers_load(self):
         """Whether _init_handles leaves loading the kernel to its first launch:
         ptxas is still running and Inductor does not need its registers before."""
         future = self.__dict__.get("_future")
-        return (future is not None and not future.future.done()
-                and self.name.startswith(self._DEFERRED_KINDS))
+        if future is None or future.future.done():
+            return False
+        if self.name.startswith(self._DEFERRED_KINDS):
+            return True
+        return self.name.startswith("triton_red_") and not self._registers_read_first()
+
+    def _registers_read_first(self):
+        """Whether Inductor's precompile may read this reduction config's
+        registers: its dynamic_scale_rblock halves the reduction block of a
+        config whose registers limit occupancy, and only looks at them when the
+        config's reduction block is above 64 elements and its programs
+        (size_hints["x"] / XBLOCK) outnumber the SMs (one program per SM fits
+        whatever the registers). The size hints are on Inductor's autotuner,
+        the module global of the kernel's name; anything not found as expected
+        answers True (wait, as Triton's kernels do)."""
+        try:
+            fn = self.src.fn
+            tuner = getattr(fn, "__globals__", {}).get(fn.__name__)
+            consts = self.src.constants
+            rblock = 1  # every R* constant counted: a product at least Inductor's
+            for name, value in consts.items():
+                if name.startswith("R"):
+                    rblock *= int(value)
+            if rblock <= 64:
+                return False
+            x = int(tuner.size_hints["x"])
+            xblock = int(consts.get("XBLOCK", 1))
+            sms = int(tuner.device_props.multi_processor_count)
+            return -(-x // xblock) > sms
+        except Exception:  # noqa: BLE001 -- not Inductor's autotuner as expected: wait
+            return True
 
     @property
     def shared(self):
@@ -249,9 +279,11 @@ class CompiledKernel:
     def _init_handles(self):
         """Triton loads the cubin here. On the GPU: loads the module on the
         current device and reads its registers and spills (Inductor skips
-        configs that spill); nothing to load for the CPU executor. A kernel
-        rebuilt from Inductor's pickled state has `run` set to None in its
-        __dict__, which would hide the method: dropped."""
+        configs that spill), or, where ptxas is still running and Inductor
+        will not read the registers first (_defers_load), leaves that to the
+        first launch; nothing to load for the CPU executor. A kernel rebuilt
+        from Inductor's pickled state has `run` set to None in its __dict__,
+        which would hide the method: dropped."""
         if self.__dict__.get("run", 0) is None:
             del self.__dict__["run"]
         if self._defers_load():
