@@ -454,6 +454,43 @@ def test_cuda_kernel_loads_at_its_first_launch(tmp_path):
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
 
 
+_FAILING_PTXAS_SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from tritium.inductor import surface
+mods = surface.build()
+GPUTarget = mods["triton.backends.compiler"].GPUTarget
+ASTSource = mods["triton.compiler.compiler"].ASTSource
+import importlib
+poi = importlib.import_module("triton_poi_fused_mul_0").triton_poi_fused_mul_0
+src = ASTSource(poi, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64}, {})
+k = mods["triton"].compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 2})
+assert k.metadata.shared == 0   # the PTX step succeeded
+try:
+    k._init_handles()           # defers, or (ptxas already failed) raises here
+    k.run(1, 1, 1, 7, None, k.packed_metadata, None, None, None, "x", 10, 64)
+except Exception as e:  # noqa: BLE001
+    print("RAISED", type(e).__name__, str(e)[:400])
+"""
+
+
+def test_cuda_kernel_whose_ptxas_fails_raises_at_load(tmp_path):
+    """ptxas failing after the PTX step (the metadata already handed out) is an error at the
+    kernel's load, in _init_handles or at its first launch, with ptxas's message."""
+    if not os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
+        pytest.skip("needs ptxas")
+    wrapper = tmp_path / "ptxas"
+    wrapper.write_text("#!/bin/sh\necho 'ptxas fatal: made to fail' >&2\nexit 1\n")
+    wrapper.chmod(0o755)
+    (tmp_path / "triton_poi_fused_mul_0.py").write_text(
+        _FRESH_KERNEL.format(name="triton_poi_fused_mul_0"))
+    env = _env(tmp_path, TRITIUM_PTXAS=str(wrapper), TRITIUM_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", _FAILING_PTXAS_SCRIPT, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "RAISED" in proc.stdout and "made to fail" in proc.stdout, proc.stdout
+
+
 def test_other_backends_and_launch_options_are_clear_errors(mods):
     GPUTarget = mods["triton.backends.compiler"].GPUTarget
     with pytest.raises(NotImplementedError, match="'hip' is not implemented"):
