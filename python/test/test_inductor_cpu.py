@@ -362,15 +362,18 @@ def test_cuda_compile_does_not_wait_for_the_cache_store(mods, tmp_path, monkeypa
     assert len(entries) == 1 and entries[0].endswith(".tkc")
 
 
-_DEFERRED_SCRIPT = r"""
-import os, sys, threading
+# What the subprocess scripts below start with: the surface's pieces, and the directory of
+# their kernel modules (argv[1]) on the path.
+_SURFACE_PRELUDE = r"""
+import importlib, os, sys, threading, types
 sys.path.insert(0, sys.argv[1])
 from tritium.inductor import kernels as K, surface
 mods = surface.build()
 GPUTarget = mods["triton.backends.compiler"].GPUTarget
 ASTSource = mods["triton.compiler.compiler"].ASTSource
-import importlib
-import types
+"""
+
+_DEFERRED_SCRIPT = _SURFACE_PRELUDE + r"""
 poi = importlib.import_module("triton_poi_fused_mul_0").triton_poi_fused_mul_0
 red_mod = importlib.import_module("triton_red_fused_mul_0")
 red = red_mod.triton_red_fused_mul_0
@@ -427,41 +430,43 @@ print("OK")
 """
 
 
-def test_cuda_kernel_loads_at_its_first_launch(tmp_path):
-    """A pointwise kernel's GPU compile hands out its metadata once its PTX is emitted, and
-    _init_handles leaves the wait for ptxas to the first launch (counted as compile time), so
-    that the ptxas runs of a graph's kernels overlap; a reduction, whose registers Inductor
-    may read before launching it, still loads in _init_handles. ptxas here waits for a flag
-    file that a timer creates."""
-    ptxas = "/usr/local/cuda/bin/ptxas"
-    if not os.access(ptxas, os.X_OK):
+def _run_with_ptxas(tmp_path, script, ptxas_body, **env):
+    """Runs `script` in a fresh process whose ptxas is a shell script of `ptxas_body` (the real
+    one is $REAL_PTXAS), with an empty tritium cache and Inductor-named kernel modules in
+    tmp_path: triton_poi_fused_mul_0 and triton_red_fused_mul_0 (with an R0_BLOCK)."""
+    real = "/usr/local/cuda/bin/ptxas"
+    if not os.access(real, os.X_OK):
         pytest.skip("needs ptxas")
-    flag = tmp_path / "go"
     wrapper = tmp_path / "ptxas"
-    # At most 10 s, so that a compile that waits for ptxas too early fails instead of hanging.
-    wrapper.write_text(f"#!/bin/sh\ni=0\nwhile [ ! -e {flag} ] && [ $i -lt 500 ]; do "
-                       f'sleep 0.02; i=$((i+1)); done\nexec {ptxas} "$@"\n')
+    wrapper.write_text(f"#!/bin/sh\nREAL_PTXAS={real}\n{ptxas_body}")
     wrapper.chmod(0o755)
     (tmp_path / "triton_poi_fused_mul_0.py").write_text(
         _FRESH_KERNEL.format(name="triton_poi_fused_mul_0"))
     (tmp_path / "triton_red_fused_mul_0.py").write_text(_FRESH_KERNEL.format(
         name="triton_red_fused_mul_0").replace("BLOCK: tl.constexpr)",
                                                "BLOCK: tl.constexpr, R0_BLOCK: tl.constexpr)"))
-    env = _env(tmp_path, TRITIUM_PTXAS=str(wrapper), PTXAS_FLAG=str(flag),
-               TRITIUM_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", _DEFERRED_SCRIPT, str(tmp_path)], env=env,
+    env = _env(tmp_path, TRITIUM_PTXAS=str(wrapper), TRITIUM_CACHE_DIR=str(tmp_path / "cache"),
+               **env)
+    return subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=120)
+
+
+def test_cuda_kernel_loads_at_its_first_launch(tmp_path):
+    """A pointwise kernel's GPU compile hands out its metadata once its PTX is emitted, and
+    _init_handles leaves the wait for ptxas to the first launch (counted as compile time), so
+    that the ptxas runs of a graph's kernels overlap; a looped reduction config whose registers
+    Inductor may read before launching it still loads in _init_handles, the others do not.
+    ptxas here waits for a flag file that a timer creates."""
+    flag = tmp_path / "go"
+    # At most 10 s, so that a compile that waits for ptxas too early fails instead of hanging.
+    proc = _run_with_ptxas(
+        tmp_path, _DEFERRED_SCRIPT,
+        f"i=0\nwhile [ ! -e {flag} ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done\n"
+        'exec "$REAL_PTXAS" "$@"\n', PTXAS_FLAG=str(flag))
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
 
 
-_FAILING_PTXAS_SCRIPT = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
-from tritium.inductor import surface
-mods = surface.build()
-GPUTarget = mods["triton.backends.compiler"].GPUTarget
-ASTSource = mods["triton.compiler.compiler"].ASTSource
-import importlib
+_FAILING_PTXAS_SCRIPT = _SURFACE_PRELUDE + r"""
 poi = importlib.import_module("triton_poi_fused_mul_0").triton_poi_fused_mul_0
 src = ASTSource(poi, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64}, {})
 k = mods["triton"].compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 2})
@@ -477,16 +482,8 @@ except Exception as e:  # noqa: BLE001
 def test_cuda_kernel_whose_ptxas_fails_raises_at_load(tmp_path):
     """ptxas failing after the PTX step (the metadata already handed out) is an error at the
     kernel's load, in _init_handles or at its first launch, with ptxas's message."""
-    if not os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
-        pytest.skip("needs ptxas")
-    wrapper = tmp_path / "ptxas"
-    wrapper.write_text("#!/bin/sh\necho 'ptxas fatal: made to fail' >&2\nexit 1\n")
-    wrapper.chmod(0o755)
-    (tmp_path / "triton_poi_fused_mul_0.py").write_text(
-        _FRESH_KERNEL.format(name="triton_poi_fused_mul_0"))
-    env = _env(tmp_path, TRITIUM_PTXAS=str(wrapper), TRITIUM_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", _FAILING_PTXAS_SCRIPT, str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = _run_with_ptxas(tmp_path, _FAILING_PTXAS_SCRIPT,
+                           "echo 'ptxas fatal: made to fail' >&2\nexit 1\n")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RAISED" in proc.stdout and "made to fail" in proc.stdout, proc.stdout
 

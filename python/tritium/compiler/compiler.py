@@ -228,6 +228,12 @@ def _finish(p, res, publish=None):
     return kernel
 
 
+def _job(p):
+    """compile_batch's job tuple for a _Pending."""
+    return (p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages, p.bounds_check,
+            list(p.skip))
+
+
 def _compile_back(C, pending, num_threads=0, publish=None):
     """The back halves of `pending` (GPU passes, PTX, ptxas) on up to
     num_threads threads: a GPUKernel or an exception per entry, in order.
@@ -238,8 +244,7 @@ def _compile_back(C, pending, num_threads=0, publish=None):
     if batch is None:
         raise NotImplementedError("this build of tritium._C has no NVIDIA backend "
                                   "(_C.compile_batch); rebuild with `make build`")
-    jobs = [(p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages, p.bounds_check,
-             list(p.skip)) for p in pending]
+    jobs = [_job(p) for p in pending]
     results = batch(jobs, None, num_threads) if jobs else []
     out = []
     for p, res in zip(pending, results):
@@ -287,12 +292,9 @@ def _back_ptx(front):
     """The first step of a back half run in two (compile_gpu_future's ptx_future): GPU
     passes and PTX, compile_batch without ptxas. Returns its result dict; raises its error."""
     C = load_C()
-    p = front
-    job = (p.tile.module, p.tile.name, p.target, p.num_warps, p.num_stages, p.bounds_check,
-           list(p.skip))
-    res = C.compile_batch([job], False, 1)[0]
+    res = C.compile_batch([_job(front)], False, 1)[0]
     if res.get("error") is not None:
-        raise _compile_error(C, res["error"], p.tile).with_traceback(None)
+        raise _compile_error(C, res["error"], front.tile).with_traceback(None)
     return res
 
 
