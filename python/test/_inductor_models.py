@@ -178,7 +178,11 @@ def _special():
         a = torch.erfinv(torch.tanh(x) * 0.99) + torch.special.erfc(x) + torch.log10(x.abs() + 1)
         b = torch.asinh(x) + torch.acosh(x.abs() + 1) + torch.atanh(torch.tanh(y) * 0.9)
         c = torch.lgamma(x.abs() + 0.1) + torch.nextafter(x, y)
-        return a, b, c
+        # Bessel functions, erfcx and frexp (libdevice's j0, y1, cyl_bessel_i0/i1, erfcx, ilogb)
+        d = torch.special.bessel_j0(x * 20) + torch.special.bessel_y1(y.abs() * 20 + 0.1)
+        e = torch.special.i0(x * 5) + torch.special.i1e(y * 40) + torch.special.erfcx(x * 3)
+        m, ex = torch.frexp(x * 1e3)
+        return a, b, c, d, e, m, ex
 
     torch.manual_seed(0)
     x, y = torch.randn(1000), torch.randn(1000)
@@ -186,12 +190,26 @@ def _special():
     return list(zip(cf(x, y), f(x, y))), lambda: cf(x, y)
 
 
+def _sort():
+    """torch.sort, argsort and isin: Inductor's bitonic sort helper (triton_helpers'
+    sort_with_index, which bitcasts through tl.core.get_int_dtype)."""
+    def f(x, keys):
+        v, i = torch.sort(x, dim=-1, stable=True)
+        return v, i, torch.argsort(x, dim=-1, descending=True, stable=True), torch.isin(x, keys)
+
+    torch.manual_seed(0)
+    x = torch.randint(0, 20, (6, 30)).float()  # ties: the stable order is checked
+    keys = torch.tensor([1.0, 3.0, 7.0, 19.0])
+    cf = torch.compile(f)
+    return list(zip(cf(x, keys), f(x, keys))), lambda: cf(x, keys)
+
+
 # softmax (amin: tl.reduce with a combine), cumsum/cumprod (tl.associative_scan)
 # and dropout in training mode (tl.rand) need the language of issue 12.
 MODELS = {"mlp": _mlp, "reductions": _reductions, "elementwise": _elementwise,
           "conv_bn": _conv_bn, "dynamic": _dynamic, "training": _training,
           "softmax": _softmax, "cumsum": _cumsum, "dropout": _dropout,
-          "transformer": _transformer, "special": _special}
+          "transformer": _transformer, "special": _special, "sort": _sort}
 BLOCKED = {}
 
 

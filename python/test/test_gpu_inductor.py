@@ -16,7 +16,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYTHON_DIR = os.path.dirname(_HERE)
 
 MODELS = ["mlp", "reductions", "elementwise", "conv_bn", "dynamic", "training", "softmax",
-          "cumsum", "dropout", "transformer", "special"]
+          "cumsum", "dropout", "transformer", "special", "sort"]
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,7 @@ def model_results(tmp_path_factory):
 
 
 MODELS = ["mlp", "reductions", "elementwise", "conv_bn", "dynamic", "training", "softmax",
-          "cumsum", "dropout", "transformer", "special"]
+          "cumsum", "dropout", "transformer", "special", "sort"]
 
 
 @needs_torch

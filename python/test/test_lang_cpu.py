@@ -507,6 +507,28 @@ def test_dtype_attributes(src, dst, code):
     np.testing.assert_array_equal(out, [code, np.dtype(src).itemsize * 8])
 
 
+@triton.jit
+def _int_dtype_bits_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # Inductor's sort helpers bitcast a float of any width to the signed integer of that width.
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    idtype = tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, signed=True)
+    udtype: tl.constexpr = tl.core.get_int_dtype(x.dtype.primitive_bitwidth, False)
+    tl.static_assert(udtype.is_int_unsigned())
+    tl.store(out_ptr + offs, x.to(idtype, bitcast=True).to(tl.int64))
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_get_int_dtype_bitcasts_floats(dt):
+    x = np.array([1.0, -2.5, 0.0, -0.0, np.inf, 3e-5, 7.0, -1e4], dtype=dt)
+    out = poisoned(8, np.int64)
+    launch(_int_dtype_bits_kernel, (1,), x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, x.view({2: np.int16, 4: np.int32, 8: np.int64}[x.itemsize]))
+    assert tl.core.get_int_dtype(1, True) == tl.int1
+    with pytest.raises(ValueError, match="Unsupported bitwidth 12"):
+        tl.core.get_int_dtype(12, True)
+
+
 GLOBAL_BLOCK = tl.constexpr(32)
 
 

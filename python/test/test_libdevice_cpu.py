@@ -464,14 +464,15 @@ def _new_names_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("fn", ["log10", "asinh", "acosh", "atanh", "erfc", "erfinv", "ldexp",
-                                "nextafter", "lgamma"])
+                                "nextafter", "lgamma", "j0", "j1", "y0", "y1", "cyl_bessel_i0",
+                                "cyl_bessel_i1", "erfcx", "ilogb"])
 def test_inductors_names_compile_for_the_gpu(fn):
     """The names Inductor's kernels call compile to PTX for sm_80 and sm_90a, fp32 and fp64 (and
     ptxas accepts it, where it is installed), with no register spills."""
     for dt in ("*fp32", "*fp64"):
         for target in ("sm_80", "sm_90a"):
             k = tritium.compile(_new_names_kernel, signature={
-                "x_ptr": dt, "out_ptr": dt, "n": "i32", "FN": "constexpr", "BLOCK": "constexpr"},
+                "x_ptr": dt, "out_ptr": "*i32" if fn == "ilogb" else dt, "n": "i32", "FN": "constexpr", "BLOCK": "constexpr"},
                 constexprs={"FN": fn, "BLOCK": 256}, target=target)
             assert f".target {target}" in k.asm["ptx"]
             if "cubin" in k.asm:
@@ -495,3 +496,84 @@ def test_fp64_math_and_fmod_compile_for_the_gpu(fn):
             assert "cvt.rn.f32.f64" not in k.asm["ptx"] or fn == "fmod"
             if "cubin" in k.asm:
                 assert k.metadata["n_spills"] == 0, (fn, dt, target, k.metadata["ptxas_log"])
+
+
+# ---- the special functions Inductor calls for torch.special (libdevice_special.py) ----------
+
+_SPECIAL_REFS = {
+    "j0": lambda mp, v: mp.besselj(0, v), "j1": lambda mp, v: mp.besselj(1, v),
+    "y0": lambda mp, v: mp.bessely(0, v), "y1": lambda mp, v: mp.bessely(1, v),
+    "cyl_bessel_i0": lambda mp, v: mp.besseli(0, v),
+    "cyl_bessel_i1": lambda mp, v: mp.besseli(1, v),
+    "erfcx": lambda mp, v: mp.exp(mp.mpf(v) ** 2) * mp.erfc(v),
+}
+
+
+def _special_inputs(fn, rng):
+    if fn.startswith("cyl_bessel"):  # both sides of the crossover at 30, and fp32's overflow
+        return np.concatenate([rng.uniform(-100, 100, 300), rng.uniform(-35, 35, 300),
+                               10.0 ** rng.uniform(-20, 2.8, 150)])
+    if fn == "erfcx":  # the series side (< 2), the fraction side, the overflow of 2 e^(x^2)
+        return np.concatenate([rng.uniform(-9, 9, 300), rng.uniform(-3, 3, 300),
+                               10.0 ** rng.uniform(-20, 30, 150)])
+    lo = 0.0 if fn[0] == "y" else -40.0  # j0/j1 on both signs; the crossover at 17
+    return np.concatenate([rng.uniform(lo, 40, 400), rng.uniform(0, 20, 200),
+                           10.0 ** rng.uniform(-20, 8, 150)])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("fn", list(_SPECIAL_REFS))
+def test_bessel_and_erfcx_against_mpmath(fn, dt):
+    """j0, j1, y0, y1, cyl_bessel_i0/i1 and erfcx against mpmath at 40 digits: fp32 within an
+    ulp (or 1e-9 absolute next to the zeros of j and y); fp64 within 2e-10 absolute for j and y
+    (the series' cancellation below the crossover), 1e-13 relative for i0/i1 and 5e-13 for
+    erfcx."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    x = _special_inputs(fn, np.random.default_rng(abs(zlib.crc32(fn.encode())))).astype(dt)
+    out = _run_unary(fn, x)
+    ref = np.array([float(_SPECIAL_REFS[fn](mp, v)) for v in x.astype(np.float64).tolist()])
+    err = np.abs(out.astype(np.float64) - ref)
+    with np.errstate(invalid="ignore"):
+        err = np.where(np.isinf(ref) & (out == ref), 0.0, err)
+    if dt == np.float32:
+        bad = (ulps(out, ref) > 1) & (err > 1e-9)
+    elif fn[0] in "jy":
+        bad = err > 2e-10 * np.maximum(1.0, np.abs(ref))
+    else:
+        bad = err > (1e-13 if fn.startswith("cyl") else 5e-13) * np.abs(ref)
+    assert not bad.any(), (x[bad][:5], out[bad][:5], ref[bad][:5])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_special_functions_at_their_special_values(dt):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0], dtype=dt)
+    nan, inf = np.nan, np.inf
+    want = {"j0": [1, 1, 0, 0, nan, 0.7651976865579666], "j1": [0, 0, 0, 0, nan,
+                                                                 -0.44005058574493355],
+            "y0": [-inf, -inf, 0, nan, nan, nan], "y1": [-inf, -inf, 0, nan, nan, nan],
+            "cyl_bessel_i0": [1, 1, inf, inf, nan, 1.2660658777520082],
+            "cyl_bessel_i1": [0, 0, inf, -inf, nan, -0.5651591039924851],
+            "erfcx": [1, 1, 0, inf, nan, 5.00898008076228]}
+    for fn, w in want.items():
+        np.testing.assert_allclose(_run_unary(fn, x), np.array(w, dtype=dt), rtol=1e-6,
+                                   err_msg=fn)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_ilogb_is_frexps_exponent_minus_one(dt):
+    """ilogb(x) = floor(log2 |x|) as int32, subnormals included; INT_MIN for 0 and NaN, INT_MAX
+    for +-inf (libdevice's)."""
+    fi = np.finfo(dt)
+    rng = np.random.default_rng(3)
+    # Every exponent of the type, subnormals included, both signs.
+    e = rng.integers(fi.minexp - fi.nmant, fi.maxexp, 1000)
+    x = np.ldexp(rng.uniform(0.5, 1.0, 1000) * rng.choice([-1.0, 1.0], 1000), e)
+    x = np.concatenate([x, [fi.tiny, fi.tiny / 4, fi.max, -fi.max, fi.smallest_subnormal,
+                            1.0, 0.75, -3.0]]).astype(dt)
+    x = x[np.isfinite(x) & (x != 0)]
+    np.testing.assert_array_equal(_run_unary("ilogb", x, np.int32), np.frexp(x)[1] - 1)
+    s = np.array([0.0, -0.0, np.nan, np.inf, -np.inf], dtype=dt)
+    np.testing.assert_array_equal(_run_unary("ilogb", s, np.int32),
+                                  [-2**31, -2**31, -2**31, 2**31 - 1, 2**31 - 1])

@@ -373,6 +373,22 @@ def dtype_from_name(name):
     raise TypeError(f"unknown dtype {name!r}")
 
 
+_INT_DTYPES = {(1, True): int1, (1, False): int1, (8, True): int8, (8, False): uint8,
+               (16, True): int16, (16, False): uint16, (32, True): int32, (32, False): uint32,
+               (64, True): int64, (64, False): uint64}
+
+
+def get_int_dtype(bitwidth, signed):
+    """The integer dtype of `bitwidth` bits (1, 8, 16, 32 or 64), signed or not, as Triton's
+    `tl.core.get_int_dtype`: a compile-time helper (Inductor's sort and select helpers call it
+    to bitcast floats of any width)."""
+    d = _INT_DTYPES.get((_unwrap(bitwidth), bool(_unwrap(signed))))
+    if d is None:
+        raise ValueError(f"Unsupported bitwidth {_unwrap(bitwidth)} and signedness "
+                         f"{bool(_unwrap(signed))}")
+    return d
+
+
 def type_from_ir(t):
     """The tl type (dtype / pointer_type / block_type) of a _C.Type."""
     if t.is_tensor:
