@@ -173,20 +173,26 @@ void bindTools(py::module_ &m) {
       py::arg("text"), py::arg("filename") = "<input>");
 
   py::class_<ExecPointer>(m, "ExecPointer")
-      .def(py::init([](uint64_t base, uint64_t nbytes) {
+      .def(py::init([](uint64_t base, uint64_t nbytes, uint64_t before) {
              // The executor bounds-checks against nbytes; it cannot know that
              // a null base has none.
-             if (base == 0 && nbytes > 0)
+             if (base == 0 && (nbytes > 0 || before > 0))
                throw py::value_error("ExecPointer: a null base cannot have " +
-                                     std::to_string(nbytes) + " bytes");
-             return ExecPointer{base, nbytes};
+                                     std::to_string(nbytes + before) + " bytes");
+             if (before > base)
+               throw py::value_error("ExecPointer: " + std::to_string(before) +
+                                     " bytes before address " +
+                                     std::to_string(base));
+             return ExecPointer{base, nbytes, before};
            }),
-           py::arg("base"), py::arg("nbytes"))
+           py::arg("base"), py::arg("nbytes"), py::arg("before") = 0)
       .def_readwrite("base", &ExecPointer::base)
       .def_readwrite("nbytes", &ExecPointer::bytes)
+      .def_readwrite("before", &ExecPointer::before)
       .def("__repr__", [](const ExecPointer &p) {
         return "ExecPointer(base=" + std::to_string(p.base) +
-               ", nbytes=" + std::to_string(p.bytes) + ")";
+               ", nbytes=" + std::to_string(p.bytes) +
+               (p.before ? ", before=" + std::to_string(p.before) : "") + ")";
       });
 
   m.def(

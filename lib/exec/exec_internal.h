@@ -287,6 +287,7 @@ struct ArgInfo {
   bool isPointer = false;
   uint64_t base = 0;
   uint64_t bytes = 0;
+  uint64_t before = 0; // reachable bytes below base (ExecPointer::before)
   const Type *pointee = nullptr;
   std::string name; // nameHint, may be empty
 };

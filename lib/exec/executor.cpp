@@ -459,6 +459,7 @@ void bindArgs(const Function &fn, const std::vector<ExecArg> &args,
       info.isPointer = true;
       info.base = p->base;
       info.bytes = p->bytes;
+      info.before = p->before;
       info.pointee = t->pointee();
       s.u = makePtr(run.pointers, i, 0);
     } else if (t->dtype() == DType::I1) {
@@ -530,6 +531,7 @@ void execute(const Module &m, const std::string &kernel,
     info.isPointer = true;
     info.base = opts.extraMemory[i].base;
     info.bytes = opts.extraMemory[i].bytes;
+    info.before = opts.extraMemory[i].before;
     info.pointee = Type::scalar(DType::I8);
     info.name = "declared memory " + std::to_string(i);
     run.args.push_back(std::move(info));

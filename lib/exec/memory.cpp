@@ -23,8 +23,10 @@ uint64_t ptrFromAddress(const RunState &run, uint64_t addr) {
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < run.args.size(); ++i) {
       const ArgInfo &a = run.args[i];
-      if (!a.isPointer || addr < a.base)
+      if (!a.isPointer || addr < a.base - a.before)
         continue;
+      if (addr < a.base) // below the view, in its storage
+        return makePtr(run.pointers, i, -int64_t(a.base - addr));
       if (addr - a.base < a.bytes || (pass == 1 && addr - a.base == a.bytes))
         return makePtr(run.pointers, i, addr - a.base);
     }
@@ -48,6 +50,8 @@ std::string argDescription(const RunState &run, uint64_t prov) {
     os << a.bytes / sz << " elements of " << dtypeName(pd);
   else
     os << a.bytes << " bytes";
+  if (a.before) // a view: its storage begins earlier
+    os << ", and " << a.before / sz << " before its first in its storage";
   os << ")";
   return os.str();
 }
@@ -68,7 +72,8 @@ struct Checker {
       fail(p);
     const ArgInfo &a = args[prov];
     int64_t off = pp.signedOff();
-    if (off < 0 || uint64_t(off) + uint64_t(size) > a.bytes ||
+    if (off < -int64_t(a.before) ||
+        (off >= 0 && uint64_t(off) + uint64_t(size) > a.bytes) ||
         ((a.base + uint64_t(off)) & uint64_t(size - 1)) != 0) // size: 2^k
       fail(p);
     return reinterpret_cast<uint8_t *>(a.base + uint64_t(off));
@@ -88,7 +93,8 @@ struct Checker {
       execError(ctx, op, std::string("invalid ") + what, os.str());
     }
     const ArgInfo &a = run.args[prov];
-    bool inBounds = off >= 0 && uint64_t(off) + uint64_t(size) <= a.bytes;
+    bool inBounds = off >= -int64_t(a.before) &&
+                    (off < 0 || uint64_t(off) + uint64_t(size) <= a.bytes);
     if (off % size == 0)
       os << "element offset " << off / size;
     else

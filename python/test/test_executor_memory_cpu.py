@@ -75,3 +75,30 @@ def test_only_tensors_can_be_declared():
     with pytest.raises(TypeError, match="expected a numpy array or a tensor"):
         with tritium.executor_memory(12345):
             pass
+
+
+@triton.jit
+def _shifted_copy_kernel(x_ptr, out_ptr, SHIFT: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + (SHIFT + offs)))
+
+
+def test_a_view_reaches_its_storage_before_its_first_element():
+    """A view with a storage offset may be addressed below its first element, within its
+    storage, as Inductor's kernels address as_strided views (`in_ptr0 + (-5 + r0)`); past the
+    storage's start it is still an out-of-bounds load, whose message counts what lies before."""
+    torch = pytest.importorskip("torch")
+    base = torch.arange(16, dtype=torch.float32)
+    out = torch.full((4,), float("nan"))
+    _shifted_copy_kernel[(1,)](base[6:10], out, SHIFT=-5, N=4)
+    assert out.tolist() == [1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(tritium.ExecutionError,
+                       match=r"element offset -7 of argument 'x_ptr' \(10 elements of f32, "
+                             r"and 6 before its first in its storage\)"):
+        _shifted_copy_kernel[(1,)](base[6:10], out, SHIFT=-7, N=4)
+    a = np.arange(16, dtype=np.float32)
+    o = np.full(4, np.nan, dtype=np.float32)
+    _shifted_copy_kernel[(1,)](a[6:10], o, SHIFT=-6, N=4)
+    np.testing.assert_array_equal(o, [0.0, 1.0, 2.0, 3.0])
+    with pytest.raises(tritium.ExecutionError, match="out-of-bounds load"):
+        _shifted_copy_kernel[(1,)](a[6:10].copy(), o, SHIFT=-1, N=4)

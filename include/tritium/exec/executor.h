@@ -22,7 +22,13 @@ namespace tritium {
 /// `elem` (the kernel's pointee type decides how memory is read).
 struct ExecPointer {
   uint64_t base = 0;
+  /// Bytes an access may reach from base on.
   uint64_t bytes = 0;
+  /// Bytes an access may reach below base: a view into a larger allocation
+  /// (a torch tensor with a storage offset), whose kernels may address its
+  /// storage before the view's first element, as Inductor's do for
+  /// as_strided views.
+  uint64_t before = 0;
 };
 
 /// One kernel argument, in the order of the function's parameters.

@@ -32,16 +32,20 @@ _DTYPES = {
 
 class PointerArg:
     """A tensor argument: element dtype, address, the bytes reachable from
-    the address (to the end of the underlying storage) and its device."""
+    the address (to the end of the underlying storage), its device, and the
+    bytes of its storage below the address (`before`: a view with a storage
+    offset, whose kernels may address elements before its first one, as
+    Inductor's do for as_strided views; the CPU executor checks against it)."""
 
-    __slots__ = ("dtype", "address", "nbytes", "device", "keepalive")
+    __slots__ = ("dtype", "address", "nbytes", "device", "keepalive", "before")
 
-    def __init__(self, dtype, address, nbytes, device, keepalive):
+    def __init__(self, dtype, address, nbytes, device, keepalive, before=0):
         self.dtype = dtype
         self.address = address
         self.nbytes = nbytes
         self.device = device
         self.keepalive = keepalive
+        self.before = before
 
     @property
     def aligned16(self):
@@ -105,6 +109,7 @@ def pointer_arg(x, what):
         d = _dtype_of_object(x.dtype, lambda t: t.name, what)
         address = x.__array_interface__["data"][0]
         end = _footprint_end(address, x.shape, x.strides, x.itemsize)
+        start = address
         root = x
         while _is_numpy_array(root.base):
             root = root.base
@@ -112,20 +117,24 @@ def pointer_arg(x, what):
             root_address = root.__array_interface__["data"][0]
             end = max(end, _footprint_end(root_address, root.shape, root.strides,
                                           root.itemsize))
-        return PointerArg(d, address, max(end - address, 0), "cpu", x)
+            if root.flags.c_contiguous or root.flags.f_contiguous:
+                start = min(start, root_address)
+        return PointerArg(d, address, max(end - address, 0), "cpu", x, address - start)
     if _is_torch_tensor(x):
         d = _dtype_of_object(x.dtype, lambda t: str(t).replace("torch.", ""), what)
         device = x.device.type
         address = x.data_ptr()
         itemsize = x.element_size()
         end = _footprint_end(address, x.shape, [s * itemsize for s in x.stride()], itemsize)
+        before = 0
         if device == "cpu":
             try:
                 storage = x.untyped_storage()
                 end = max(end, storage.data_ptr() + storage.nbytes())
+                before = max(address - storage.data_ptr(), 0)
             except Exception:  # e.g. a tensor subclass without a storage
                 pass
-        return PointerArg(d, address, max(end - address, 0), device, x)
+        return PointerArg(d, address, max(end - address, 0), device, x, before)
     if hasattr(x, "data_ptr") and isinstance(getattr(x, "dtype", None), tl.dtype):
         base = getattr(x, "base", None)
         inner = pointer_arg(base, what) if base is not None else None
@@ -353,5 +362,5 @@ def convert_runtime_args(compiled, values):
                 continue
         if p.device != "cpu":
             check_devices([p])
-        out.append(C.ExecPointer(p.address, p.nbytes))
+        out.append(C.ExecPointer(p.address, p.nbytes, p.before))
     return out
