@@ -46,7 +46,9 @@ import torch._inductor.config as inductor_config  # noqa: E402
 
 
 def _message(e):
-    return "".join(traceback.format_exception_only(type(e), e)).strip()[-600:]
+    """The exception's text: its head (what failed) and its tail (where, in a kernel)."""
+    text = "".join(traceback.format_exception_only(type(e), e)).strip()
+    return text if len(text) <= 900 else text[:450] + " [...] " + text[-450:]
 
 
 class _Timeout(Exception):
