@@ -529,6 +529,24 @@ def test_get_int_dtype_bitcasts_floats(dt):
         tl.core.get_int_dtype(12, True)
 
 
+@triton.jit
+def _constexpr_default_kernel(out_ptr, FLIP: tl.constexpr = tl.core.CONSTEXPR_0):
+    # Kernel libraries (flash-linear-attention's sort helpers) default a flag to Triton's
+    # module constant tl.core.CONSTEXPR_0.
+    if FLIP:
+        tl.store(out_ptr, 1)
+    else:
+        tl.store(out_ptr, 2)
+
+
+def test_core_constexpr_0_as_a_default():
+    out = poisoned(1, np.int32)
+    launch(_constexpr_default_kernel, (1,), out)
+    assert out[0] == 2
+    launch(_constexpr_default_kernel, (1,), out, FLIP=True)
+    assert out[0] == 1
+
+
 GLOBAL_BLOCK = tl.constexpr(32)
 
 

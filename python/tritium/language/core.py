@@ -540,6 +540,11 @@ class constexpr:
         return constexpr(abs(self.value))
 
 
+# Triton's core module constant, used as a default value by kernel libraries
+# (`descending: tl.constexpr = tl.core.CONSTEXPR_0`).
+CONSTEXPR_0 = constexpr(0)
+
+
 def _operand(x, what="operand"):
     """A builder operand: a _C.Value or a Python bool/int/float literal."""
     x = _unwrap(x)
