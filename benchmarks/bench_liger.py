@@ -75,6 +75,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_WHEEL = os.path.join(HERE, "wheels", "liger_kernel-0.8.5-py3-none-any.whl")
 
 
+class Library:
+    """The library under test. benchmarks/bench_fla.py runs flash-linear-attention through this
+    file's machinery by replacing LIB (and CASES) before calling main()."""
+
+    name, version, pip, bench = "Liger-Kernel", "0.8.5", "liger-kernel==0.8.5", "liger"
+    wheel = DEFAULT_WHEEL
+    package = "liger_kernel.ops"  # imported in each child once `triton` is chosen
+    script = os.path.abspath(__file__)  # what the children run
+
+    @staticmethod
+    def extra_wheels():
+        """Other pure-Python wheels to put on sys.path (dependencies the GPU machine lacks)."""
+        return []
+
+    @staticmethod
+    def cpu_shims():
+        _cpu_shims()
+
+
+LIB = Library
+
+
 # ----------------------------------------------------------------------------------------------
 # Set-up: the wheel on sys.path, `triton` chosen
 # ----------------------------------------------------------------------------------------------
@@ -83,10 +105,10 @@ def put_wheel_on_path(wheel):
     """Extracts the (pure-Python) wheel into a temporary directory and puts it first on sys.path.
     Liger walks its packages with pkgutil, which wants real directories."""
     if not os.path.exists(wheel):
-        raise SystemExit(f"bench_liger: no wheel at {wheel}; run `pip download --no-deps "
-                         f"liger-kernel==0.8.5 -d {os.path.dirname(wheel)}` on a machine with a "
+        raise SystemExit(f"bench_{LIB.bench}: no wheel at {wheel}; run `pip download --no-deps "
+                         f"{LIB.pip} -d {os.path.dirname(wheel)}` on a machine with a "
                          "package index and carry it over")
-    root = tempfile.mkdtemp(prefix="liger-wheel-")
+    root = tempfile.mkdtemp(prefix=f"{LIB.bench}-wheel-")
     atexit.register(shutil.rmtree, root, True)
     with zipfile.ZipFile(wheel) as z:
         z.extractall(root)
@@ -154,6 +176,10 @@ def _vocab(cfg):
 
 def _bt(cfg):
     return S(4096, 16, cfg.small)
+
+
+class NotApplicable(Exception):
+    """Raised by a case's builder for a dtype the library does not take (no record)."""
 
 
 class Cfg:
@@ -868,12 +894,15 @@ def _ptx_check_hook(target):
 def run_child(args):
     import torch  # noqa: PLC0415
 
+    for extra in LIB.extra_wheels():
+        put_wheel_on_path(extra)
     put_wheel_on_path(args.wheel)
     choose_triton(args.impl)
-    import liger_kernel.ops  # noqa: F401,PLC0415
+    import importlib  # noqa: PLC0415
 
+    importlib.import_module(LIB.package)
     if args.device == "cpu":
-        _cpu_shims()
+        LIB.cpu_shims()
         if args.ptx_check and args.impl == "tritium":
             _ptx_check_hook(args.ptx_check)
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -893,7 +922,12 @@ def run_child(args):
             PTX_ERRORS.clear()
             try:
                 cfg = Cfg(dtypes[dname], args.device, args.device == "cpu", seed=1000 + n)
-                cs = builder(cfg)
+                try:
+                    cs = builder(cfg)
+                except NotApplicable:
+                    print(json.dumps({"op": name, "dtype": dname, "not_applicable": True}),
+                          flush=True)
+                    continue
                 rec["shape"] = cs.shape
                 ok, err, msg = check(cs, str(dtypes[dname]).replace("torch.", ""), args.device)
                 rec.update(ok=ok, max_err=err if math.isfinite(err) else None, error=msg)
@@ -926,7 +960,7 @@ def run_impl(impl, args):
     import threading  # noqa: PLC0415
 
     recs, skip = {}, []
-    base = [sys.executable, os.path.abspath(__file__), "--impl", impl, "--device", args.device,
+    base = [sys.executable, LIB.script, "--impl", impl, "--device", args.device,
             "--wheel", args.wheel, "--dtypes", args.dtypes]
     for flag in ("no_time", "quick", "verbose"):
         if getattr(args, flag):
@@ -970,9 +1004,11 @@ def run_impl(impl, args):
             if not line.startswith("{"):
                 continue
             r = json.loads(line)
-            recs[(r["op"], r["dtype"])] = r
             skip.append(f"{r['op']}/{r['dtype']}")
             current = None
+            if r.get("not_applicable"):
+                continue
+            recs[(r["op"], r["dtype"])] = r
             print(f"  [{impl}] {r['op']:28s} {r['dtype']:5s} ok={r['ok']!s:5s} "
                   f"ms={r['ms'] if r['ms'] is None else round(r['ms'], 3)!s:8s} "
                   f"{(r['error'] or '')[:100]}", flush=True)
@@ -1082,7 +1118,8 @@ def print_kernels(rows, threshold):
 
 def print_table(rows, counts, device):
     f = lambda v, p=3: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
-    print(f"\nbench liger: Liger-Kernel 0.8.5 forward + backward on {device}, tritium beside Triton")
+    print(f"\nbench {LIB.bench}: {LIB.name} {LIB.version} forward + backward on {device}, "
+          "tritium beside Triton")
     print(f"{'op':28s} {'dtype':5s} {'tritium ms':>10s} {'Triton ms':>10s} {'ratio':>6s} "
           f"{'GPU ms':>8s} {'Triton':>8s} {'ratio':>6s}  ok")
     for r in rows:
@@ -1108,7 +1145,7 @@ def main():
     ap.add_argument("--impl", choices=["tritium", "triton"], help="child mode: run the cases "
                     "with `triton` = this and print one JSON line per case")
     ap.add_argument("--device", default=None, choices=["cuda", "cpu"])
-    ap.add_argument("--wheel", default=DEFAULT_WHEEL)
+    ap.add_argument("--wheel", default=LIB.wheel)
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--ops", default=None, help="comma-separated op names (default: all)")
     ap.add_argument("--skip", action="append", help="op/dtype to skip (child mode)")
@@ -1144,8 +1181,8 @@ def main():
         run_child(args)
         return 0
     if not os.path.exists(args.wheel):
-        print(f"bench_liger: no Liger-Kernel wheel at {args.wheel}; skipped (pip download "
-              f"--no-deps liger-kernel==0.8.5 -d {os.path.dirname(args.wheel)})")
+        print(f"bench_{LIB.bench}: no {LIB.name} wheel at {args.wheel}; skipped (pip download "
+              f"--no-deps {LIB.pip} -d {os.path.dirname(args.wheel)})")
         return 0
     impls = ["tritium"] if args.device == "cpu" else ["triton", "tritium"]
     # --rounds N: the children alternate N times (triton, tritium, triton, ...), and each
@@ -1160,7 +1197,8 @@ def main():
     if args.out:
         import torch  # noqa: PLC0415
 
-        meta = {"liger_kernel": "0.8.5", "device": args.device, "torch": torch.__version__,
+        meta = {"library": f"{LIB.name} {LIB.version}", "device": args.device,
+                "torch": torch.__version__,
                 "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None}
         with open(args.out, "w") as fh:
             json.dump({"meta": meta, "counts": counts, "rows": rows,
@@ -1177,10 +1215,11 @@ def save_common_rows(path, res, counts, device):
     if os.path.exists(path):
         with open(path) as f:
             data = json.load(f)
-    data["meta"]["liger"] = {"liger_kernel": "0.8.5", "device": device, "counts": counts}
+    data["meta"][LIB.bench] = {"library": f"{LIB.name} {LIB.version}", "device": device,
+                               "counts": counts}
     for impl, recs in res.items():
         for r in recs.values():
-            data["rows"].append({"bench": "liger", "case": f"{r['op']} {r['dtype']}",
+            data["rows"].append({"bench": LIB.bench, "case": f"{r['op']} {r['dtype']}",
                                  "shape": r.get("shape"), "impl": impl, "ms": r.get("ms"),
                                  "ok": r.get("ok"), "rel_err": r.get("max_err"),
                                  "error": r.get("error")})
