@@ -1,5 +1,5 @@
 """Fits the two polynomials of libdevice.erfinv's fp32 path (python/tritium/language/extra/
-libdevice.py, _ERFINV_CENTRAL and _ERFINV_TAIL) and prints them with their relative error.
+libdevice/common.py, _ERFINV_CENTRAL and _ERFINV_TAIL) and prints them with their relative error.
 
 erfinv(x) / x is a smooth function of w = -ln(1 - x^2): a polynomial in u = (w - 2.5) / 2.5 for
 w in [0, 5] (|x| up to 0.9966), and in u = (sqrt(w) - m) / h for w in [5, 16.5] (sqrt(w) =

@@ -498,7 +498,7 @@ def test_fp64_math_and_fmod_compile_for_the_gpu(fn):
                 assert k.metadata["n_spills"] == 0, (fn, dt, target, k.metadata["ptxas_log"])
 
 
-# ---- the special functions Inductor calls for torch.special (libdevice_special.py) ----------
+# ---- the special functions Inductor calls for torch.special (libdevice/special.py) ---------
 
 _SPECIAL_REFS = {
     "j0": lambda mp, v: mp.besselj(0, v), "j1": lambda mp, v: mp.besselj(1, v),

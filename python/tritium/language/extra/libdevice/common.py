@@ -15,8 +15,8 @@ accuracy on the GPU as on the CPU executor. The classification functions (isnan,
 import functools
 import math as _pymath
 
-from .. import core
-from ..core import builtin
+from ... import core
+from ...core import builtin
 
 __all__ = [
     "abs", "acos", "asin", "atan", "atan2", "cbrt", "ceil", "copysign", "cos", "cosh", "div_rn",
@@ -739,10 +739,3 @@ def lgamma(x):
 __all__ += ["acosh", "asinh", "atanh", "erfc", "erfinv", "ldexp", "lgamma", "log10",
             "nextafter"]
 
-
-# The special functions (Bessel, erfcx, ilogb) live in their own file; imported last, as they
-# build on the helpers above.
-from .libdevice_special import (  # noqa: E402
-    cyl_bessel_i0, cyl_bessel_i1, erfcx, ilogb, j0, j1, y0, y1)
-
-__all__ += ["cyl_bessel_i0", "cyl_bessel_i1", "erfcx", "ilogb", "j0", "j1", "y0", "y1"]

@@ -17,9 +17,9 @@ functions, whose size is then below 3e-8, lose their digits.
 
 import math as _pymath
 
-from .. import core
-from ..core import builtin
-from . import libdevice as _ld
+from ... import core
+from ...core import builtin
+from . import common as _ld
 
 _PI = _pymath.pi
 _EULER = 0.57721566490153286  # Euler-Mascheroni
