@@ -9,7 +9,9 @@
 #include "tritium/transforms/fold.h"
 #include "tritium/support/float_formats.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace tritium {
 namespace {
@@ -553,27 +555,125 @@ Value *insertConstant(Block &block, Block::iterator pos, const Type *type,
   return block.insert(pos, makeConstant(type, c, std::move(loc)))->result(0);
 }
 
-bool knownNonNegative(const Value *v) {
+namespace {
+
+/// An upper bound U with 0 <= v <= U for every element of v, proven by the
+/// ops that make v without wrap-around in v's type (each sum and product is
+/// checked against the type's signed maximum); nullopt where they prove
+/// nothing. Program ids and grid sizes are below 2^31 (CUDA's grid limit),
+/// a range lies within [start, end).
+std::optional<uint64_t> nonNegativeBound(const Value *v, int depth) {
   Operation *d = v->definingOp();
-  if (!d)
-    return false;
+  const Type *st = v->type()->scalarType();
+  if (!d || depth <= 0 || st->isPointer() || !isInteger(st->dtype()))
+    return std::nullopt;
+  int bits = bitWidth(st->dtype());
+  if (bits < 8)
+    return std::nullopt;
+  const unsigned __int128 maxPos = (((unsigned __int128)1) << (bits - 1)) - 1;
+  auto fits = [&](unsigned __int128 x) -> std::optional<uint64_t> {
+    if (x > maxPos)
+      return std::nullopt;
+    return (uint64_t)x;
+  };
+  auto operand = [&](unsigned i) { return nonNegativeBound(d->operand(i), depth - 1); };
+  auto positiveConstant = [&](unsigned i) -> std::optional<uint64_t> {
+    auto c = getConstant(d->operand(i));
+    if (!c || c->isFloat() || c->sext() <= 0)
+      return std::nullopt;
+    return (uint64_t)c->sext();
+  };
   switch (d->code()) {
   case OpCode::GetProgramId:
   case OpCode::GetNumPrograms:
-    return true;
-  case OpCode::MakeRange:
-    return d->intAttr("start") >= 0;
+    return fits(INT32_MAX);
+  case OpCode::MakeRange: {
+    int64_t start = d->intAttr("start"), end = d->intAttr("end");
+    if (start < 0 || end <= start)
+      return std::nullopt;
+    return fits((uint64_t)(end - 1));
+  }
   case OpCode::Constant: {
     auto c = getConstant(v);
-    return c && !c->isFloat() && c->sext() >= 0;
+    if (!c || c->isFloat() || c->sext() < 0)
+      return std::nullopt;
+    return fits((uint64_t)c->sext());
+  }
+  case OpCode::ExtSI:
+    return operand(0);
+  case OpCode::ExtUI: {
+    if (auto b = operand(0))
+      return b;
+    int srcBits = bitWidth(d->operand(0)->type()->scalarType()->dtype());
+    if (srcBits >= bits)
+      return std::nullopt;
+    return fits((((unsigned __int128)1) << srcBits) - 1);
+  }
+  case OpCode::AddI: {
+    auto a = operand(0), b = operand(1);
+    if (!a || !b)
+      return std::nullopt;
+    return fits((unsigned __int128)*a + *b);
+  }
+  case OpCode::MulI: {
+    auto a = operand(0), b = operand(1);
+    if (!a || !b)
+      return std::nullopt;
+    return fits((unsigned __int128)*a * *b);
+  }
+  case OpCode::AndI: { // and with a non-negative value is at most that value
+    auto a = operand(0), b = operand(1);
+    if (a && b)
+      return std::min(*a, *b);
+    return a ? a : b;
+  }
+  case OpCode::DivSI:
+  case OpCode::DivUI:
+  case OpCode::ShRSI:
+  case OpCode::ShRUI: { // a non-negative value divided or shifted down
+    auto a = operand(0);
+    if (!a)
+      return std::nullopt;
+    if (d->code() == OpCode::DivSI || d->code() == OpCode::DivUI) {
+      auto c = positiveConstant(1);
+      return c ? std::optional<uint64_t>(*a / *c) : std::nullopt;
+    }
+    return a;
+  }
+  case OpCode::RemSI:
+  case OpCode::RemUI: {
+    auto a = operand(0), c = positiveConstant(1);
+    if (!a || !c)
+      return std::nullopt;
+    return std::min(*a, *c - 1);
+  }
+  case OpCode::MinSI: {
+    auto a = operand(0), b = operand(1);
+    if (!a || !b)
+      return std::nullopt;
+    return std::min(*a, *b);
+  }
+  case OpCode::MaxSI: {
+    auto a = operand(0), b = operand(1);
+    if (!a || !b)
+      return std::nullopt;
+    return std::max(*a, *b);
   }
   case OpCode::Splat:
-    return knownNonNegative(d->operand(0));
+    return operand(0);
   default:
     // The MOVE ops (broadcast, expand_dims, reshape, trans, convert_layout)
     // repeat their operand's elements.
-    return d->hasTrait(MOVE) && knownNonNegative(d->operand(0));
+    if (d->hasTrait(MOVE))
+      return operand(0);
+    return std::nullopt;
   }
 }
+
+} // namespace
+
+// Depth 12: the operand trees are walked without memo, so a value built from
+// shared subexpressions costs at most 2^12 visits.
+bool knownNonNegative(const Value *v) { return nonNegativeBound(v, 12).has_value(); }
 
 } // namespace tritium

@@ -62,8 +62,10 @@ foldElementwise(OpCode code, const std::map<std::string, Attribute> &attrs,
                 const std::vector<ConstValue> &operands, DType resultType);
 
 /// Whether the integer value v is never negative: a program id or grid
-/// size, a tl.arange starting at 0 or above, a non-negative constant, or
-/// one of those passed through the shape ops.
+/// size, a tl.arange starting at 0 or above, a non-negative constant, one
+/// of those passed through the shape ops or extended, and sums, products,
+/// quotients, remainders, ands, mins and maxes of them that cannot wrap in
+/// v's type (bounded from program ids < 2^31 and the ranges' ends).
 bool knownNonNegative(const Value *v);
 
 /// Like getConstant, but also folds through chains of pure elementwise ops

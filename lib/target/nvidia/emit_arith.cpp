@@ -193,8 +193,8 @@ std::string intBinary(Emitter &e, OpCode c, DType t, std::string a,
 /// division (about 20 instructions). "" when the plan leaves it to div/rem.
 /// A signed op on a dividend known to be >= 0 by a positive d divides as
 /// unsigned: the same result, without the sign fix-up.
-std::string divideByConstant(Emitter &e, OpCode c, DType t, const std::string &n,
-                             int64_t d, bool nonNegative) {
+std::string divideByConstant(Emitter &e, const Block *blk, OpCode c, DType t,
+                             const std::string &n, int64_t d, bool nonNegative) {
   int bits = bitWidth(t);
   if (bits != 32 && bits != 64)
     return "";
@@ -250,8 +250,12 @@ std::string divideByConstant(Emitter &e, OpCode c, DType t, const std::string &n
       }
       return q;
     }
-  case DivisionPlan::Kind::Magic:
-    if (!signedOp) {
+  case DivisionPlan::Kind::Magic: {
+    auto key = std::make_tuple(blk, n, d, signedOp);
+    auto known = e.quotients.find(key);
+    if (known != e.quotients.end())
+      q = known->second;
+    else if (!signedOp) {
       std::string t = op("mul.hi." + u, n, imm(p.magic));
       if (!p.add)
         q = p.shift ? op("shr." + u, t, std::to_string(p.shift)) : t;
@@ -269,9 +273,11 @@ std::string divideByConstant(Emitter &e, OpCode c, DType t, const std::string &n
         q = op("shr." + s, q, std::to_string(p.shift));
       q = op("add." + s, q, op("shr." + u, q, std::to_string(bits - 1)));
     }
+    e.quotients.emplace(key, q);
     if (!rem)
       return q;
     return op("sub." + (signedOp ? s : u), n, op("mul.lo." + (signedOp ? s : u), q, imm(ud)));
+  }
   case DivisionPlan::Kind::Generic:
     break;
   }
@@ -1305,9 +1311,10 @@ bool emitArithmetic(Emitter &e, Operation &op) {
     std::string r = foldKnownPredicate(e, op, elem, in, i, cmpConst);
     if (!r.empty())
       ;
-    else if (divisor && !(r = divideByConstant(e, c, elem->dtype(), a(0),
-                                               *divisor, dividendNonNegative))
-                             .empty())
+    else if (divisor &&
+             !(r = divideByConstant(e, op.parentBlock(), c, elem->dtype(), a(0),
+                                    *divisor, dividendNonNegative))
+                  .empty())
       ;
     else if (isIntBin)
       r = intBinary(e, c, elem->dtype(), a(0), a(1));

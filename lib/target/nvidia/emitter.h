@@ -36,6 +36,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace tritium::nvidia {
@@ -161,6 +162,12 @@ public:
   /// the arithmetic that fed them), a true one guards nothing: what LLVM
   /// does for Triton from the thread id's range.
   std::map<std::string, bool> knownPreds;
+  /// Quotients by a constant computed by a multiply-high, per block: (block,
+  /// dividend register, divisor, signed) -> quotient register. Index
+  /// arithmetic pairs `x // D` with `x % D`; the second reuses the first's
+  /// quotient (`x % D` = x - (x / D) * D). Keyed by the block so that a reuse
+  /// is always dominated by the definition (ops of one block run in order).
+  std::map<std::tuple<const Block *, std::string, int64_t, bool>, std::string> quotients;
   std::optional<bool> knownPred(const std::string &p) const {
     auto it = knownPreds.find(p);
     if (it == knownPreds.end())
