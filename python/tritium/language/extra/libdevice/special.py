@@ -68,13 +68,14 @@ def _safe_ln(v):
 # ---- J0, J1, Y0, Y1 -----------------------------------------------------------------------
 
 
-def _jy_series(a, order):
+def _jy_series(a, order, with_y):
     """(J_order(a), the Neumann sum of Y_order(a)) for fp64 0 < a <= crossover: with q = a^2/4
     and t_k = (-q)^k / (k! (k + order)!),
       J0 = sum t_k,                J1 = (a/2) sum t_k,
       Y0 = (2/pi) ((ln(a/2) + gamma) J0 - sum H_k t_k),
       Y1 = -2/(pi a) + (2/pi)(ln(a/2) + gamma) J1 - (1/pi)(a/2) sum (H_k + H_{k+1}) t_k,
-    H_k the harmonic numbers."""
+    H_k the harmonic numbers. Without with_y, Y is None and its sums are not built (j0 and j1
+    need J alone)."""
     q = a * a * 0.25
     t = core.full([], 1.0, core.float64)
     j = t
@@ -85,14 +86,17 @@ def _jy_series(a, order):
         j = j + t
         h += 1.0 / k
         weight = h if order == 0 else h + (h + 1.0 / (k + 1))
-        h_sum = h_sum + t * weight
+        if with_y:
+            h_sum = h_sum + t * weight
+    if order == 1:
+        j = a * 0.5 * j
+    if not with_y:
+        return j, None
     log_term = _safe_ln(a * 0.5) + _EULER
     if order == 0:
         return j, (2.0 / _PI) * (log_term * j - h_sum)
-    half = a * 0.5
-    j1 = half * j
-    y1 = (-2.0 / _PI) / a + (2.0 / _PI) * log_term * j1 - (1.0 / _PI) * half * h_sum
-    return j1, y1
+    y1 = (-2.0 / _PI) / a + (2.0 / _PI) * log_term * j - (1.0 / _PI) * (a * 0.5) * h_sum
+    return j, y1
 
 
 _P0 = [c * (-1) ** i for i, c in enumerate(_hankel_coeffs(0.0, _HANKEL_TERMS)[0::2])]
@@ -101,7 +105,7 @@ _P1 = [c * (-1) ** i for i, c in enumerate(_hankel_coeffs(1.0, _HANKEL_TERMS)[0:
 _Q1 = [c * (-1) ** i for i, c in enumerate(_hankel_coeffs(1.0, _HANKEL_TERMS)[1::2])]
 
 
-def _jy_hankel(a, order):
+def _jy_hankel(a, order, with_y):
     """(J_order(a), Y_order(a)) for fp64 a >= crossover: with u = 1/a, P and Q the expansions in
     u, and chi = a - (order/2 + 1/4) pi,
       J = sqrt(2/(pi a)) (P cos chi - Q sin chi),  Y = sqrt(2/(pi a)) (P sin chi + Q cos chi);
@@ -117,17 +121,18 @@ def _jy_hankel(a, order):
     else:  # chi = a - 3 pi/4: sqrt(2) cos chi = s - c, sqrt(2) sin chi = -(s + c)
         cc, sc = s - c, -(s + c)
     scale = core.sqrt(core.div_rn(1.0, _PI * a))
-    return scale * (p * cc - q * sc), scale * (p * sc + q * cc)
+    return scale * (p * cc - q * sc), scale * (p * sc + q * cc) if with_y else None
 
 
-def _jy(a, order):
-    """(J, Y) of order 0 or 1 at fp64 a >= 0 (finite), each side where it is accurate."""
+def _jy(a, order, with_y=True):
+    """(J, Y) of order 0 or 1 at fp64 a >= 0 (finite), each side where it is accurate; Y is
+    None without with_y."""
     small = a < _JY_CROSSOVER
     lo = core.where(small, a, 1.0)
     hi = core.where(small, _JY_CROSSOVER, a)
-    js, ys = _jy_series(lo, order)
-    jh, yh = _jy_hankel(hi, order)
-    return core.where(small, js, jh), core.where(small, ys, yh)
+    js, ys = _jy_series(lo, order, with_y)
+    jh, yh = _jy_hankel(hi, order, with_y)
+    return core.where(small, js, jh), core.where(small, ys, yh) if with_y else None
 
 
 @builtin
@@ -135,7 +140,7 @@ def j0(x):
     """The Bessel function of the first kind of order 0 (even; j0(+-inf) = 0)."""
     x, out = _fp64_arg(x, "j0")
     a = core.abs(x)
-    j, _ = _jy(core.where(a == _INF, 1.0, a), 0)
+    j, _ = _jy(core.where(a == _INF, 1.0, a), 0, with_y=False)
     j = core.where(a == 0.0, 1.0, j)
     j = core.where(a == _INF, 0.0, j)
     return core.where(x != x, x, j).to(out)
@@ -146,7 +151,7 @@ def j1(x):
     """The Bessel function of the first kind of order 1 (odd; j1(+-inf) = 0)."""
     x, out = _fp64_arg(x, "j1")
     a = core.abs(x)
-    j, _ = _jy(core.where((a == _INF) | (a == 0.0), 1.0, a), 1)
+    j, _ = _jy(core.where((a == _INF) | (a == 0.0), 1.0, a), 1, with_y=False)
     j = core.where((a == _INF) | (a == 0.0), 0.0, j)
     return core.where(x != x, x, core.where(x < 0, -j, j)).to(out)
 
