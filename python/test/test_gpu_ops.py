@@ -378,6 +378,53 @@ def test_reduce_rows(op, N):
 
 
 @triton.jit
+def _int_reduce_rows_kernel(x_ptr, out_ptr, N, stride, OP: tl.constexpr, BN: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BN)
+    mask = cols < N
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0)
+    if OP == "sum":
+        r = tl.sum(x.to(tl.int32), axis=0)
+    elif OP == "count":  # sparsemax's support size: a mask's int32 sum
+        r = tl.sum(((x > 0) & mask).to(tl.int32), axis=0)
+    elif OP == "max":
+        r = tl.max(tl.where(mask, x, -128), axis=0)
+    elif OP == "min":
+        r = tl.min(tl.where(mask, x, 127), axis=0)
+    else:
+        r = tl.xor_sum(x, axis=0)
+    tl.store(out_ptr + row, r)
+
+
+@pytest.mark.parametrize("op", ["sum", "count", "max", "min", "xor"])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32], ids=str)
+@pytest.mark.parametrize("N,num_warps", [(32, 1), (100, 4), (1024, 4), (4096, 8)])
+def test_int_reduce_rows(op, dtype, N, num_warps):
+    """Integer row reductions, where a warp's 32 lanes reduce one row (redux.sync on the GPU)
+    and where they do not."""
+    M = 65
+    x = rand((M, N), dtype)
+    out_t = torch.int32 if op in ("sum", "count") else dtype
+    out = poisoned((M,), out_t)
+    _int_reduce_rows_kernel[(M,)](x, out, N, x.stride(0), OP=op, BN=triton.next_power_of_2(N),
+                                  num_warps=num_warps)
+    x64 = x.long().cpu()
+    if op == "sum":
+        ref = x64.sum(1)
+    elif op == "count":
+        ref = (x64 > 0).sum(1)
+    elif op == "max":
+        ref = x64.amax(1)
+    elif op == "min":
+        ref = x64.amin(1)
+    else:
+        ref = torch.zeros(M, dtype=torch.int64)
+        for j in range(N):
+            ref ^= x64[:, j]
+    assert torch.equal(out.cpu(), ref.to(out_t)), (out, ref)
+
+
+@triton.jit
 def _reduce_2d_kernel(x_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr, AXIS: tl.constexpr):
     rm = tl.arange(0, BM)
     rn = tl.arange(0, BN)

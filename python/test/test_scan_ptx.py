@@ -101,3 +101,53 @@ def test_reduce_keep_dims_ptx_assembles(axis, tmp_path):
     from _scan_kernels import reduce_keep_dims_kernel
     _assemble(reduce_keep_dims_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"},
               dict(A=32, B=64, AXIS=axis), 4, tmp_path)
+
+
+@tritium.jit
+def _cumsum_row_kernel(x_ptr, y_ptr, N: tritium.language.constexpr):
+    tl = tritium.language
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), 0))
+
+
+def test_scan_updates_each_element_once(tmp_path):
+    """A 1024-element cumsum on 4 warps (8 elements a thread: 2 runs of 4 registers, then lane,
+    warp and register bits): the lane and warp bits combine one total and one prefix per run,
+    and each element takes its run's prefix once at the end. Adds in the PTX: the runs'
+    sequential scans 2 x 3, lane bits 5 x 2 totals + 4 x 2 prefixes (the first prefix is the
+    partner's total), warp bits 2 x 2 x 2, the register bit 2, the final prefix 8: 42 (the
+    per-element update at every bit took 120); the warp bits store one total per run, not per
+    element (4 stores, 16 before)."""
+    for target in ("sm_80", "sm_90a"):
+        # 16-byte aligned rows: loads of 4 elements, and the scan keeps their layout.
+        k = tritium.compile(_cumsum_row_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32"},
+                            constexprs={"N": 1024}, target=target, num_warps=4,
+                            divisible_by_16=["x_ptr", "y_ptr"], use_cache=False)
+        assert "sizePerThread = [4]" in k.asm["gir"]
+        ptx = k.asm["ptx"]
+        path = tmp_path / "k.ptx"
+        path.write_text(ptx)
+        r = subprocess.run([PTXAS, f"-arch={target}", str(path), "-o", str(tmp_path / "k.cubin")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        adds = ptx.count("add.f32") + ptx.count("add.rn.f32")
+        assert adds == 42, adds
+        assert ptx.count("st.shared.f32") == 4, ptx.count("st.shared.f32")
+
+
+@tritium.jit
+def _count_kernel(x_ptr, out_ptr, N: tritium.language.constexpr):
+    tl = tritium.language
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr, tl.sum((x > 0).to(tl.int32), 0))
+    tl.store(out_ptr + 1, tl.sum(x, 0).to(tl.int32))
+
+
+def test_int32_sum_across_a_warp_is_one_redux(tmp_path):
+    """An int32 sum whose 32 lanes all run along the axis is one redux.sync.add (sm_80 and
+    sm_90a); the float sum beside it keeps its butterfly shuffles."""
+    k = _assemble(_count_kernel, {"x_ptr": "*fp32", "out_ptr": "*i32"}, {"N": 1024}, 4, tmp_path)
+    ptx = k.asm["ptx"]
+    assert ptx.count("redux.sync.add.s32") == 1, ptx
+    assert ptx.count("shfl.sync.bfly") >= 5

@@ -234,8 +234,35 @@ bool emitReduce(Emitter &e, Operation &op) {
     }
   }
 
-  // 2. Across the lanes that split the axis.
-  for (size_t i = 0; i < ll.lane().size(); ++i) {
+  // 2. Across the lanes that split the axis. Where all 32 lanes of a warp
+  // hold one output element's partials, a 32-bit integer sum, max, min or
+  // xor is one redux.sync (sm_80) instead of five butterfly steps (tl.sum of
+  // a mask's int32, as Triton's REDUX.SUM).
+  size_t axisLanes = 0;
+  for (const gpu::Basis &b : ll.lane())
+    axisLanes += b[axis] != 0;
+  const char *redux = nullptr;
+  if (!c.arg && axisLanes == ll.lane().size() && ll.lane().size() == 5 &&
+      (c.accT == DType::I32 || c.accT == DType::U32) && bitWidth(c.inT) <= 32) {
+    bool sgn = isSigned(c.inT);
+    if (c.kind == "sum")
+      redux = "redux.sync.add.s32 ";
+    else if (c.kind == "max")
+      redux = sgn ? "redux.sync.max.s32 " : "redux.sync.max.u32 ";
+    else if (c.kind == "min")
+      redux = sgn ? "redux.sync.min.s32 " : "redux.sync.min.u32 ";
+    else if (c.kind == "xor_sum")
+      redux = "redux.sync.xor.b32 ";
+  }
+  if (redux) {
+    for (auto &key : keyOrder) {
+      Acc &a = groups[key];
+      std::string d = e.reg(RC::B32);
+      e.ins(std::string(redux) + d + ", " + a.v + ", -1");
+      a.v = d;
+    }
+  }
+  for (size_t i = 0; i < ll.lane().size() && !redux; ++i) {
     const gpu::Basis &b = ll.lane()[i];
     if (b[axis] == 0)
       continue;

@@ -14,12 +14,16 @@
 //   the half earlier:               S = S,       T = T . T'
 // (. the combine, left operand first: the function need not commute).
 //  1. The lowest bits held by registers: a sequential scan within the thread.
+//     Its run of elements (a group) then shares T, and the updates of S are
+//     gathered per group into a prefix P (S = P . S, once per element, at
+//     the end), so that the later bits cost per group, not per element.
 //  2. A register bit: the partner is another register of the thread.
 //  3. A lane bit: shfl.sync.bfly brings the partner's T; the lane's bit
 //     says which half it is (a select).
-//  4. A warp bit: every thread writes the T of its elements to shared memory
-//     (at the element's row-major index), bar.sync, and reads the partner's;
-//     two buffers alternate so that no stage waits for the previous reads.
+//  4. A warp bit: every thread writes the T of its groups to shared memory
+//     (at the row-major index of the group's first element), bar.sync, and
+//     reads the partner's; two buffers alternate so that no stage waits for
+//     the previous reads.
 // A reverse scan flips every position bit. A reduction needs only T; its
 // result (the slice layout) takes T from any element of the line.
 // Combines are memoized on their operand registers, so registers holding
@@ -46,10 +50,26 @@ public:
       : e_(e), body_(op.region(0).front()), n_(op.numOperands()) {
     for (Value *v : op.operands())
       elems_.push_back(v->type()->element());
+    // One commutative op on the two arguments (tl.cumsum's addf, a max):
+    // combine(a, b) and combine(b, a) are one value, emitted once.
+    Operation *ret = body_.terminator();
+    std::vector<Operation *> ops;
+    for (auto &o : body_.ops())
+      if (o.get() != ret)
+        ops.push_back(o.get());
+    if (n_ == 1 && ops.size() == 1 && ops[0]->hasTrait(COMM) &&
+        ops[0]->numOperands() == 2 && ops[0]->numResults() == 1 &&
+        ret->numOperands() == 1 && ret->operand(0) == ops[0]->result(0)) {
+      Value *x = ops[0]->operand(0), *y = ops[0]->operand(1);
+      Value *a0 = body_.argument(0), *a1 = body_.argument(1);
+      commutative_ = (x == a0 && y == a1) || (x == a1 && y == a0);
+    }
   }
 
   /// One step: the region's ops on (a, b), inline.
-  Vals combine(const Vals &a, const Vals &b) {
+  Vals combine(const Vals &a0, const Vals &b0) {
+    bool swap = commutative_ && b0 < a0;
+    const Vals &a = swap ? b0 : a0, &b = swap ? a0 : b0;
     Vals key = a;
     key.insert(key.end(), b.begin(), b.end());
     if (auto it = memo_.find(key); it != memo_.end())
@@ -205,6 +225,7 @@ private:
   Emitter &e_;
   Block &body_;
   unsigned n_;
+  bool commutative_ = false;
   std::vector<const Type *> elems_;
   std::map<Vals, Vals> memo_;
   std::map<std::pair<std::string, int>, std::string> shuffled_;
@@ -269,12 +290,14 @@ bool emitCombineOp(Emitter &e, Operation &op) {
         break;
       }
   }
-  std::vector<Vals> S(R), T(R);
+  std::vector<Vals> S(R);
   for (int r = 0; r < R; ++r)
     for (unsigned i = 0; i < n; ++i)
       S[r].push_back(e.regs(op.operand(i))[r]);
 
-  // 1. The lowest axis bits that registers hold: sequentially per group.
+  // 1. The lowest axis bits that registers hold: sequentially per group (a
+  // group: the registers of one thread holding a run of 2^m positions of a
+  // line). From here on a group's elements share T, and one prefix P.
   size_t m = 0;
   while (m < bits.size() && bits[m].kind == AxisBit::Reg)
     ++m;
@@ -286,6 +309,11 @@ bool emitCombineOp(Emitter &e, Operation &op) {
       key[axis] &= ~lowMask;
       groups[key].push_back(r);
     }
+  std::vector<std::vector<int>> G;
+  std::vector<int> groupOf(R, -1);
+  std::vector<int> lead; // the member at the lowest position: its flat index
+                         // names the group in shared memory
+  std::vector<Vals> T;   // per group
   for (auto &[key, members] : groups) {
     std::sort(members.begin(), members.end(), [&](int a, int b) {
       return reverse ? coord[a][axis] > coord[b][axis]
@@ -297,11 +325,60 @@ bool emitCombineOp(Emitter &e, Operation &op) {
       if (scan)
         S[members[j]] = acc;
     }
+    int g = (int)G.size();
     for (int r : members)
-      T[r] = acc;
+      groupOf[r] = g;
+    lead.push_back(*std::min_element(
+        members.begin(), members.end(),
+        [&](int a, int b) { return coord[a][axis] < coord[b][axis]; }));
+    G.push_back(members);
+    T.push_back(acc);
   }
+  for (int r = 0; r < R; ++r)
+    groupOf[r] = groupOf[rep[r]];
 
-  // 2.-4. The other bits, lowest first.
+  // 2.-4. The other bits, lowest first. A scan keeps per group, instead of
+  // updating every element at every bit, the prefix P: the combine of the
+  // positions before the group's run within the current aligned block, valid
+  // once some bit put the group in a later half (`has`: never, always, or a
+  // predicate of the lane and warp bits). Each element takes P . S once, at
+  // the end, as Triton's scan adds a thread's exclusive prefix last.
+  struct Prefix {
+    enum { No, Yes, Pred } has = No;
+    std::string pred;
+    Vals P;
+  };
+  std::vector<Prefix> pre(G.size());
+  auto orPred = [&](const std::string &a, const std::string &b) {
+    std::string d = e.reg(RC::Pred);
+    e.ins("or.pred " + d + ", " + a + ", " + b);
+    return d;
+  };
+  // The prefix of a group after a bit that makes it later (`later` empty)
+  // or later where the predicate `later` holds, the other half's total being
+  // `other`.
+  auto extend = [&](const Prefix &cur, const Vals &other,
+                    const std::string &later) {
+    Prefix out;
+    Vals joined = other;
+    if (cur.has == Prefix::Yes)
+      joined = c.combine(other, cur.P);
+    else if (cur.has == Prefix::Pred)
+      joined = c.select(cur.pred, c.combine(other, cur.P), other);
+    if (later.empty()) {
+      out.has = Prefix::Yes;
+      out.P = joined;
+    } else if (cur.has == Prefix::No) {
+      out.has = Prefix::Pred; // P is read only where `later` held
+      out.pred = later;
+      out.P = joined;
+    } else {
+      out.has = cur.has == Prefix::Yes ? Prefix::Yes : Prefix::Pred;
+      out.pred = cur.has == Prefix::Yes ? "" : orPred(cur.pred, later);
+      out.P = c.select(later, joined, cur.P);
+    }
+    return out;
+  };
   std::string base;
   int64_t perElem = 0;
   for (unsigned i = 0; i < n; ++i)
@@ -312,89 +389,96 @@ bool emitCombineOp(Emitter &e, Operation &op) {
   for (size_t k = m; k < bits.size(); ++k) {
     const AxisBit &b = bits[k];
     int64_t bitVal = int64_t(1) << k;
-    std::vector<Vals> S2 = S, T2 = T;
+    std::vector<Vals> T2 = T;
+    std::vector<Prefix> pre2 = pre;
     if (b.kind == AxisBit::Reg) {
-      for (int r = 0; r < R; ++r) {
-        if (rep[r] != r)
-          continue;
-        int p = rep[r ^ (1 << b.index)];
+      for (size_t g = 0; g < G.size(); ++g) {
+        int r = lead[g];
+        int h = groupOf[r ^ (1 << b.index)];
         bool later = ((coord[r][axis] & bitVal) != 0) != reverse;
-        int first = later ? p : r, second = later ? r : p;
-        T2[r] = c.combine(T[first], T[second]);
+        T2[g] = later ? c.combine(T[h], T[g]) : c.combine(T[g], T[h]);
         if (scan && later)
-          S2[r] = c.combine(T[p], S[r]);
+          pre2[g] = extend(pre[g], T[h], "");
       }
     } else {
-      std::vector<Vals> other(R);
+      std::vector<Vals> other(G.size());
       std::string later;
       if (b.kind == AxisBit::Lane) {
         later = c.bitPred(e.lane(), b.index, reverse);
-        for (int r = 0; r < R; ++r)
-          if (rep[r] == r)
-            other[r] = c.shuffle(T[r], 1 << b.index);
+        for (size_t g = 0; g < G.size(); ++g)
+          other[g] = c.shuffle(T[g], 1 << b.index);
       } else {
-        // Through shared memory: T at the element's row-major index.
+        // Through shared memory: a group's T at its lead element's
+        // row-major index; the partner group's lead is at that index with
+        // the bit flipped.
         if (base.empty()) {
           base = e.scratch(op);
           e.sharedWriteBegins(op);
         }
         later = c.bitPred(e.warp(), b.index, reverse);
         int64_t buf = (warpStage++ % 2) * bufBytes;
-        std::vector<std::string> flat(R);
-        for (int r = 0; r < R; ++r) {
-          if (rep[r] != r)
-            continue;
+        std::vector<std::string> flat(G.size());
+        for (size_t g = 0; g < G.size(); ++g) {
+          int r = lead[g];
           int64_t regPart = 0;
           for (size_t d = 0; d < strides.size(); ++d)
             regPart += coord[r][d] * strides[d];
           auto [thr, imm] = e.threadLinearAt(inTy, strides, regPart);
-          flat[r] = e.reg(RC::B32);
-          e.ins("add.s32 " + flat[r] + ", " + thr + ", " + std::to_string(imm));
+          flat[g] = e.reg(RC::B32);
+          e.ins("add.s32 " + flat[g] + ", " + thr + ", " + std::to_string(imm));
           int64_t off = buf;
           for (unsigned i = 0; i < n; ++i) {
             std::string addr = e.reg(RC::B32);
-            e.ins("mad.lo.s32 " + addr + ", " + flat[r] + ", " +
+            e.ins("mad.lo.s32 " + addr + ", " + flat[g] + ", " +
                   std::to_string(c.slotBytes(i)) + ", " + base);
-            c.store(addr, off, T[r][i], i);
+            c.store(addr, off, T[g][i], i);
             off += inTy->numElements() * c.slotBytes(i);
           }
         }
         e.barrier(); // inside this op: the totals written -> read
         int64_t delta = bitVal * strides[axis];
-        for (int r = 0; r < R; ++r) {
-          if (rep[r] != r)
-            continue;
+        for (size_t g = 0; g < G.size(); ++g) {
           std::string pf = e.reg(RC::B32);
-          e.ins("xor.b32 " + pf + ", " + flat[r] + ", " + std::to_string(delta));
+          e.ins("xor.b32 " + pf + ", " + flat[g] + ", " + std::to_string(delta));
           int64_t off = buf;
           for (unsigned i = 0; i < n; ++i) {
             std::string addr = e.reg(RC::B32);
             e.ins("mad.lo.s32 " + addr + ", " + pf + ", " +
                   std::to_string(c.slotBytes(i)) + ", " + base);
-            other[r].push_back(c.load(addr, off, i));
+            other[g].push_back(c.load(addr, off, i));
             off += inTy->numElements() * c.slotBytes(i);
           }
         }
       }
-      for (int r = 0; r < R; ++r) {
-        if (rep[r] != r)
-          continue;
-        T2[r] = c.select(later, c.combine(other[r], T[r]),
-                         c.combine(T[r], other[r]));
+      for (size_t g = 0; g < G.size(); ++g) {
+        T2[g] = c.select(later, c.combine(other[g], T[g]),
+                         c.combine(T[g], other[g]));
         if (scan)
-          S2[r] = c.select(later, c.combine(other[r], S[r]), S[r]);
+          pre2[g] = extend(pre[g], other[g], later);
       }
     }
-    S = std::move(S2);
     T = std::move(T2);
+    pre = std::move(pre2);
   }
 
   if (scan) {
+    std::vector<Vals> out(R);
+    for (int r = 0; r < R; ++r) {
+      if (rep[r] != r)
+        continue;
+      const Prefix &p = pre[groupOf[r]];
+      if (p.has == Prefix::No)
+        out[r] = S[r];
+      else if (p.has == Prefix::Yes)
+        out[r] = c.combine(p.P, S[r]);
+      else
+        out[r] = c.select(p.pred, c.combine(p.P, S[r]), S[r]);
+    }
     for (unsigned i = 0; i < n; ++i) {
-      Regs out;
+      Regs res;
       for (int r = 0; r < R; ++r)
-        out.push_back(S[rep[r]][i]);
-      e.bind(op.result(i), std::move(out));
+        res.push_back(out[rep[r]][i]);
+      e.bind(op.result(i), std::move(res));
     }
     return true;
   }
@@ -421,7 +505,7 @@ bool emitCombineOp(Emitter &e, Operation &op) {
                           "operand's");
   std::map<gpu::Basis, int> byKey;
   for (int r = 0; r < R; ++r)
-    byKey.emplace(sliced(coord[r]), rep[r]);
+    byKey.emplace(sliced(coord[r]), groupOf[r]);
   std::vector<Regs> outs(n);
   for (int ro = 0; ro < lo.numRegs(); ++ro) {
     auto it = byKey.find(lo.regCoord(ro));
