@@ -67,6 +67,10 @@ void emitFor(Emitter &e, Operation &op) {
   for (size_t i = 0; i < args.size(); ++i)
     e.bind(args[i], carried[i]);
 
+  // Byte offsets scaled before the loop serve its body only: a use after
+  // it may be on a path that never ran this preheader.
+  auto scaledBefore = e.invariantScaled;
+  hoistScaledOffsets(e, op);
   std::string top = e.newLabel("for_body"), end = e.newLabel("for_end");
   std::string p = e.reg(RC::Pred);
   e.ins("setp.ge." + ty + " " + p + ", " + iv + ", " + ub);
@@ -80,6 +84,7 @@ void emitFor(Emitter &e, Operation &op) {
   e.ins("setp.lt." + ty + " " + q + ", " + iv + ", " + ub);
   e.ins("@" + q + " bra " + top);
   e.label(end);
+  e.invariantScaled = std::move(scaledBefore);
   for (unsigned i = 0; i < op.numResults(); ++i)
     e.bind(op.result(i), carried[i]);
 }

@@ -9,6 +9,7 @@
 // need hands it over through shared memory. With bounds checks on
 // (emit_bounds.cpp) every access instruction also runs under its check.
 #include "emitter.h"
+#include "tritium/transforms/rewrite.h"
 
 #include <optional>
 
@@ -601,6 +602,19 @@ void emitAtomicCAS(Emitter &e, Operation &op) {
   shareResult(e, op, std::move(res));
 }
 
+/// `r *= eb` in place for a 64-bit register: a shift where eb is a power of
+/// two (a multiply that ptxas cannot fuse into the adds that use r).
+void scaleByShift(Emitter &e, const std::string &r, int64_t eb) {
+  if ((eb & (eb - 1)) == 0) {
+    int sh = 0;
+    while ((int64_t(1) << sh) < eb)
+      ++sh;
+    e.ins("shl.b64 " + r + ", " + r + ", " + std::to_string(sh));
+  } else {
+    e.ins("mul.lo.s64 " + r + ", " + r + ", " + std::to_string(eb));
+  }
+}
+
 /// offset * sizeof(*ptr) as a 64-bit byte offset; `cache` (per op) keeps
 /// one per distinct offset register: a splatted offset (the K loop's
 /// `ptrs += BLOCK_K * stride`) is scaled once, not once per pointer.
@@ -614,6 +628,9 @@ std::string scaledOffset(Emitter &e, const Type *ptrElem, const Type *offElem,
   DType t = offElem->dtype();
   std::string o = off;
   bool sgn = isSigned(t);
+  auto inv = e.invariantScaled.find({off, eb, sgn});
+  if (inv != e.invariantScaled.end() && bitWidth(t) == 32)
+    return cached = inv->second;
   if (t == DType::I1) {
     o = e.reg(RC::B32);
     e.ins("selp.u32 " + o + ", 1, 0, " + off);
@@ -640,6 +657,46 @@ std::string scaledOffset(Emitter &e, const Type *ptrElem, const Type *offElem,
   cached = scaled;
   return scaled;
 }
+
+} // namespace
+
+void hoistScaledOffsets(Emitter &e, Operation &loop) {
+  // A loop's `ptrs += BLOCK_K * stride` adds a splat of a scalar defined
+  // before the loop: its byte offset is widened and shifted here, once,
+  // and each pointer of the body adds that register (IADD3 + IMAD.X). An
+  // in-loop `mul.wide` by the element size is what ptxas fuses into one
+  // IMAD.WIDE per pointer, on the multiply pipe, each waiting for the
+  // cp.async that still reads the pointer it overwrites. Measured as PTX on
+  // an H100 (twenty-first session, the tutorial matmul beside Triton in one
+  // process): at 128x256x64 w8 s3, Triton's time over tritium's from 0.940 /
+  // 0.945 / 0.974 (fp16 4096^3, bf16 4096^3, fp16 8192^3) to 1.002 / 0.996 /
+  // 1.023; at 128x128x64 w4 s4 from 0.917 / 0.933 / 0.911 to 0.969 / 0.974 /
+  // 0.933.
+  for (auto &ptr : loop.region(0).front().ops()) {
+    Operation *op = ptr.get();
+    if (op->code() != OpCode::AddPtr)
+      continue;
+    Operation *splat = op->operand(1)->definingOp();
+    if (!splat || splat->code() != OpCode::Splat || isDefinedInside(splat->operand(0), &loop))
+      continue;
+    const Type *oe = op->operand(1)->type()->scalarType();
+    if (bitWidth(oe->dtype()) != 32)
+      continue;
+    const Type *pe = op->operand(0)->type()->scalarType();
+    int64_t eb = gpu::storageBytes(pe->pointee());
+    bool sgn = isSigned(oe->dtype());
+    const std::string &r = e.regs(splat->operand(0))[0];
+    std::string &scaled = e.invariantScaled[{r, eb, sgn}];
+    if (!scaled.empty())
+      continue;
+    scaled = e.reg(RC::B64);
+    e.ins(std::string(sgn ? "cvt.s64.s32 " : "cvt.u64.u32 ") + scaled + ", " + r);
+    if (eb != 1)
+      scaleByShift(e, scaled, eb);
+  }
+}
+
+namespace {
 
 void emitAddPtr(Emitter &e, Operation &op) {
   const Regs &pr = e.regs(op.operand(0)), &orr = e.regs(op.operand(1));
@@ -679,6 +736,14 @@ void emitAddPtr(Emitter &e, Operation &op) {
       }
   }
   std::map<std::string, std::string> started; // p -> p + s * eb
+  // How many distinct pointers each offset register moves.
+  std::map<std::string, int> uses;
+  {
+    std::set<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i < pr.size(); ++i)
+      if (e.demanded(op.result(0), (int)i) && pairs.insert({pr[i], orr[i]}).second)
+        ++uses[orr[i]];
+  }
   for (size_t i = 0; i < pr.size(); ++i) {
     if (!e.demanded(op.result(0), (int)i)) {
       out.push_back(Emitter::kUndemanded);
@@ -698,8 +763,9 @@ void emitAddPtr(Emitter &e, Operation &op) {
         std::string &shifted = started[pr[i]];
         if (shifted.empty()) {
           shifted = e.reg(RC::B64);
-          e.ins("add.s64 " + shifted + ", " + pr[i] + ", " +
-                scaledOffset(e, pe, oe, startReg, scaled));
+          // fromRange: the offset is i32 (signed), one multiply-add
+          e.ins("mad.wide.s32 " + shifted + ", " + startReg + ", " + std::to_string(eb) +
+                ", " + pr[i]);
         }
         p = shifted;
       }
@@ -709,9 +775,8 @@ void emitAddPtr(Emitter &e, Operation &op) {
       auto [thr, c] = range->second;
       auto base = seen.find({p, "range:" + thr});
       if (base == seen.end()) {
-        std::string scaled = e.reg(RC::B64), b = e.reg(RC::B64);
-        e.ins("mul.wide.u32 " + scaled + ", " + thr + ", " + std::to_string(eb));
-        e.ins("add.s64 " + b + ", " + p + ", " + scaled);
+        std::string b = e.reg(RC::B64);
+        e.ins("mad.wide.u32 " + b + ", " + thr + ", " + std::to_string(eb) + ", " + p);
         base = seen.emplace(std::make_pair(p, "range:" + thr), b).first;
       }
       d = base->second;
@@ -719,6 +784,18 @@ void emitAddPtr(Emitter &e, Operation &op) {
         d = e.reg(RC::B64);
         e.ins("add.s64 " + d + ", " + base->second + ", " + std::to_string(c * eb));
       }
+    } else if (bitWidth(oe->dtype()) == 32 && uses[orr[i]] == 1 &&
+               !e.invariantScaled.count({orr[i], eb, isSigned(oe->dtype())})) {
+      // An offset of one pointer: one multiply-add, which ptxas makes LEA +
+      // LEA.HI.X.SX32 on the integer pipe (for an element size of 2^k),
+      // where mul.wide + add.s64 became an IMAD.WIDE on the multiply pipe
+      // that a loop's floating-point work also needs. The attention
+      // forward's K/V addresses (H100, twenty-first session, fp16 4x32x4096,
+      // Triton's time over tritium's): d128 128x128 w8 0.877 -> 0.952, d128
+      // 128x64 w4 0.869 -> 0.969, d64 128x64 w8 0.970 -> 0.992.
+      d = e.reg(RC::B64);
+      e.ins(std::string(isSigned(oe->dtype()) ? "mad.wide.s32 " : "mad.wide.u32 ") + d +
+            ", " + orr[i] + ", " + std::to_string(eb) + ", " + pr[i]);
     } else {
       d = e.reg(RC::B64);
       e.ins("add.s64 " + d + ", " + pr[i] + ", " +

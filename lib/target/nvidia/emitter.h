@@ -154,6 +154,9 @@ public:
   /// plus the thread part's bound, the OR of the layout's lane and warp
   /// coordinates: an XOR of bases sets no bit outside their union).
   std::map<std::string, std::pair<int64_t, int64_t>> rangeBounds;
+  /// 64-bit byte offsets of loop-invariant scalar offsets (hoistScaledOffsets):
+  /// (offset register, element bytes, signed) -> register.
+  std::map<std::tuple<std::string, int64_t, bool>, std::string> invariantScaled;
   /// Predicate registers whose value every thread knows at compile time (a
   /// comparison of a range with a constant that the bounds decide, e.g.
   /// `arange(0, 16384) < 11008` in the registers past column 11008), and
@@ -263,6 +266,9 @@ private:
 bool emitArithmetic(Emitter &e, Operation &op);
 bool emitCast(Emitter &e, Operation &op);
 bool emitMemory(Emitter &e, Operation &op);
+/// Before a loop (emit_memory.cpp): the byte offsets of the loop's pointer
+/// advances by a scalar defined outside it (`ptrs += BLOCK_K * stride`).
+void hoistScaledOffsets(Emitter &e, Operation &loop);
 bool emitReduce(Emitter &e, Operation &op);
 bool emitCombineOp(Emitter &e, Operation &op); // tt.reduce_combine, tt.scan
 bool emitControlFlow(Emitter &e, Operation &op);
