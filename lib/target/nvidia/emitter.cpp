@@ -187,9 +187,28 @@ std::string Emitter::threadValue(const std::string &key,
         used |= uint64_t(v);
       }
   }
+  // A value with lane bits differs between the threads of a warp anyway, so
+  // it reads its bit fields from %tid.x itself (lane = tid bits 0-4, warp =
+  // bits 5 on), a field may run across the lane/warp boundary, and the
+  // shuffled warp id (which only tells ptxas what is warp-uniform) stays off
+  // its dependence chain: the first loads of a kernel wait for one shr/shfl
+  // fewer. Values of the warp bits alone keep the shuffled id.
+  constexpr size_t kLaneBits = 5;  // 32 lanes
+  bool fromTid = fl.size() <= kLaneBits &&
+                 (std::any_of(fl.begin(), fl.end(), [](int64_t v) { return v != 0; }) ||
+                  std::any_of(xl.begin(), xl.end(), [](int64_t v) { return v != 0; }));
+  std::vector<int64_t> f, x;  // per source bit: tid's bits, or lane's then warp's
+  if (fromTid) {
+    f = fl;
+    f.resize(kLaneBits, 0);
+    f.insert(f.end(), fw.begin(), fw.end());
+    x = xl;
+    x.resize(kLaneBits, 0);
+    x.insert(x.end(), xw.begin(), xw.end());
+  }
   std::string acc = reg(RC::B32);
   pro("mov.u32 " + acc + ", 0");
-  auto addBits = [&](const std::vector<int64_t> &f, bool isLane) {
+  auto addBits = [&](const std::vector<int64_t> &f, const std::string &src) {
     // Consecutive bits whose values double form one bit field: one bfe and
     // one mad per field instead of per bit.
     for (size_t i = 0; i < f.size();) {
@@ -200,7 +219,6 @@ std::string Emitter::threadValue(const std::string &key,
       size_t k = 1;
       while (i + k < f.size() && f[i + k] == f[i] << k)
         ++k;
-      std::string src = isLane ? lane() : warp();
       std::string bits = reg(RC::B32);
       pro("bfe.u32 " + bits + ", " + src + ", " + std::to_string(i) + ", " +
           std::to_string(k));
@@ -209,22 +227,26 @@ std::string Emitter::threadValue(const std::string &key,
       i += k;
     }
   };
-  auto xorBits = [&](const std::vector<int64_t> &f, bool isLane) {
+  auto xorBits = [&](const std::vector<int64_t> &f, const std::string &src) {
     // bfe.s32 of one bit is 0 or all ones: a mask selecting the value.
     for (size_t i = 0; i < f.size(); ++i) {
       if (f[i] == 0)
         continue;
       std::string m = reg(RC::B32), v = reg(RC::B32);
-      pro("bfe.s32 " + m + ", " + (isLane ? lane() : warp()) + ", " +
-          std::to_string(i) + ", 1");
+      pro("bfe.s32 " + m + ", " + src + ", " + std::to_string(i) + ", 1");
       pro("and.b32 " + v + ", " + m + ", " + std::to_string(f[i]));
       pro("xor.b32 " + acc + ", " + acc + ", " + v);
     }
   };
-  addBits(fl, true);
-  addBits(fw, false);
-  xorBits(xl, true);
-  xorBits(xw, false);
+  if (fromTid) {
+    addBits(f, tid());
+    xorBits(x, tid());
+  } else {
+    addBits(fl, lane());
+    addBits(fw, warp());
+    xorBits(xl, lane());
+    xorBits(xw, warp());
+  }
   threadLinearCache_[key] = acc;
   return acc;
 }
