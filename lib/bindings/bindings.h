@@ -79,5 +79,6 @@ void bindTools(py::module_ &m);
 void bindRuntime(py::module_ &m); // lib/bindings/runtime.cpp (CUDA driver, ptxas, launcher)
 void bindCompile(py::module_ &m); // lib/bindings/compile.cpp (compile_to_ptx, compile_batch)
 void bindFastLaunch(py::module_ &m); // lib/bindings/fast_launch.cpp (after bindRuntime)
+void bindInductorLaunch(py::module_ &m); // lib/bindings/inductor_launch.cpp (after bindRuntime)
 
 } // namespace tritium::bindings

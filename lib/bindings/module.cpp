@@ -237,4 +237,5 @@ PYBIND11_MODULE(_C, m) {
   tb::bindRuntime(m);
   tb::bindCompile(m);
   tb::bindFastLaunch(m);
+  tb::bindInductorLaunch(m);
 }

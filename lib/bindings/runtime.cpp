@@ -133,6 +133,11 @@ std::vector<KernelParam> toParams(const std::vector<std::pair<std::string, std::
 
 } // namespace
 
+runtime::ArgSlot convertLaunchArg(const runtime::GpuKernel &k, size_t i, py::handle h,
+                                  bool checkPointers) {
+  return convertArg(k, i, h, checkPointers);
+}
+
 void bindRuntime(py::module_ &m) {
   // tritium._C.CudaError, a RuntimeError.
   py::register_exception<CudaError>(m, "CudaError", PyExc_RuntimeError);

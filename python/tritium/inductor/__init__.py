@@ -97,6 +97,11 @@ def stats():
     compile's back half)} in this process."""
     from .kernels import _stats_lock, compile_stats  # noqa: PLC0415
 
+    from ..errors import load_C  # noqa: PLC0415
+
+    # Warm GPU launches that ran no Python (lib/bindings/inductor_launch.cpp) count there.
+    c_launches = load_C().inductor_launches()
     with _stats_lock:
-        return {"compiles": compile_stats["compiles"], "launches": compile_stats["launches"],
+        return {"compiles": compile_stats["compiles"],
+                "launches": compile_stats["launches"] + c_launches,
                 "kernels": list(compile_stats["kernels"]), "seconds": compile_stats["seconds"]}

@@ -34,9 +34,10 @@ import operator
 import os
 import threading
 import time
+import weakref
 
 from ..compile_api import build_specialization
-from ..errors import CompilationError
+from ..errors import CompilationError, load_C
 from ..compiler.compiler import compile_gpu_future
 from ..compiler.pipeline import compile_tile
 from ..runtime.driver import GPUTarget  # noqa: F401 -- triton.backends.compiler's, here too
@@ -286,6 +287,7 @@ class CompiledKernel:
         which would hide the method: dropped."""
         if self.__dict__.get("run", 0) is None:
             del self.__dict__["run"]
+        self._install_c_run()
         if self._defers_load():
             # Registers and spills unknown until ptxas is done (Inductor then does not
             # skip a config for spilling); the first launch loads the kernel.
@@ -293,6 +295,35 @@ class CompiledKernel:
             self._fast = self._first_launch
             return
         self._load()
+
+    def _install_c_run(self):
+        """Inductor reads `binary.run` once, right after _init_handles, and
+        calls it for every launch. For a GPU kernel in a process that sees one
+        GPU, that is a C function (lib/bindings/inductor_launch.cpp) with this
+        class's `run` signature: once _load gave it the kernel, a warm launch
+        runs no Python; everything else (a deferred kernel's first launch,
+        hooks, errors) it hands to the method below."""
+        if self.tile is not None or "_c_run" in self.__dict__:
+            return
+        from ..runtime import cuda as _cuda  # noqa: PLC0415
+
+        try:
+            if _cuda.device_count() != 1:
+                return
+        except Exception:  # noqa: BLE001 -- no driver: the method raises at the launch
+            return
+        # The fallback holds the kernel weakly: the C function it sits in is held by
+        # the kernel (a capsule is not tracked by the cycle collector).
+        ref = weakref.ref(self)
+
+        def fallback(*args):
+            kernel = ref()
+            if kernel is None:
+                raise RuntimeError("a launch of an Inductor kernel tritium has freed")
+            return CompiledKernel.run(kernel, *args)
+
+        c_run = load_C().inductor_launcher(list(self._kept), self._nparams, fallback)
+        self.__dict__.update(_c_run=c_run, run=c_run)
 
     def _first_launch(self, grid_0, grid_1, grid_2, stream, args):
         """The warm launch of a kernel whose load _init_handles deferred: waits
@@ -311,6 +342,12 @@ class CompiledKernel:
             self.n_regs = attrs["num_regs"]
             self.n_spills = attrs["local_bytes"] // 4  # Triton counts 32-bit words
             self._fast = self._make_fast(kernel.launch, _cuda.device_count() == 1)
+            c_run = self.__dict__.get("_c_run")
+            if c_run is not None:
+                try:
+                    load_C().inductor_launcher_set_kernel(c_run, kernel)
+                except ValueError:
+                    pass  # hidden parameters (TRITIUM_DEBUG): the Python path launches
 
     def _make_fast(self, launch, one_device):
         """The warm launch, bound once: Inductor's launcher calls `run` for
