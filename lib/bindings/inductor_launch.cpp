@@ -127,9 +127,11 @@ PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
       L->lastBits.push_back(slots[j].bits);
   } else {
     bool failed = false;
+    // Held across the launch: another thread may set_kernel while the GIL is released.
+    std::shared_ptr<GpuKernel> kernel = L->kernel;
     Py_BEGIN_ALLOW_THREADS
     try {
-      L->kernel->launch(0, grid[0], grid[1], grid[2], stream, slots, n);
+      kernel->launch(0, grid[0], grid[1], grid[2], stream, slots, n);
     } catch (...) {
       failed = true;
     }
