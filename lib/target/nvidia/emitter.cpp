@@ -197,15 +197,12 @@ std::string Emitter::threadValue(const std::string &key,
   bool fromTid = fl.size() <= kLaneBits &&
                  (std::any_of(fl.begin(), fl.end(), [](int64_t v) { return v != 0; }) ||
                   std::any_of(xl.begin(), xl.end(), [](int64_t v) { return v != 0; }));
-  std::vector<int64_t> f, x;  // per source bit: tid's bits, or lane's then warp's
-  if (fromTid) {
-    f = fl;
-    f.resize(kLaneBits, 0);
-    f.insert(f.end(), fw.begin(), fw.end());
-    x = xl;
-    x.resize(kLaneBits, 0);
-    x.insert(x.end(), xw.begin(), xw.end());
-  }
+  // The values per bit of %tid.x: the lane's five, then the warp's.
+  auto overTid = [&](std::vector<int64_t> lanePart, const std::vector<int64_t> &warpPart) {
+    lanePart.resize(kLaneBits, 0);
+    lanePart.insert(lanePart.end(), warpPart.begin(), warpPart.end());
+    return lanePart;
+  };
   std::string acc = reg(RC::B32);
   pro("mov.u32 " + acc + ", 0");
   auto addBits = [&](const std::vector<int64_t> &f, const std::string &src) {
@@ -239,8 +236,8 @@ std::string Emitter::threadValue(const std::string &key,
     }
   };
   if (fromTid) {
-    addBits(f, tid());
-    xorBits(x, tid());
+    addBits(overTid(fl, fw), tid());
+    xorBits(overTid(xl, xw), tid());
   } else {
     addBits(fl, lane());
     addBits(fw, warp());

@@ -95,9 +95,8 @@ def stats():
     kernel launches, "kernels": their names, "seconds": the time Inductor's
     thread spent compiling them (in triton.compile, and waiting for a GPU
     compile's back half)} in this process."""
-    from .kernels import _stats_lock, compile_stats  # noqa: PLC0415
-
     from ..errors import load_C  # noqa: PLC0415
+    from .kernels import _stats_lock, compile_stats  # noqa: PLC0415
 
     # Warm GPU launches that ran no Python (lib/bindings/inductor_launch.cpp) count there.
     c_launches = load_C().inductor_launches()
