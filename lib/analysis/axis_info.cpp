@@ -163,6 +163,7 @@ OpSupport axisInfoSupport(OpCode c) {
   case OpCode::Print:
   case OpCode::Assert:
   case OpCode::MemDescIndex: // a memdesc: nothing to say
+  case OpCode::MemDescTrans:
     return OpSupport::Handled;
   default:
     // Float binary ops and one-operand math: the general rule, by family.

@@ -72,6 +72,7 @@ OpClass classify(OpCode c) {
   case OpCode::LocalLoad:
   case OpCode::LocalStore:
   case OpCode::MemDescIndex:
+  case OpCode::MemDescTrans:
   case OpCode::AsyncCopyGlobalToLocal:
   case OpCode::AsyncCommitGroup:
   case OpCode::AsyncWait:

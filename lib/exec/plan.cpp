@@ -306,6 +306,7 @@ private:
     case OpCode::LocalLoad:
     case OpCode::LocalStore:
     case OpCode::MemDescIndex:
+    case OpCode::MemDescTrans:
     case OpCode::AsyncCopyGlobalToLocal:
     case OpCode::AsyncCommitGroup:
     case OpCode::AsyncWait:

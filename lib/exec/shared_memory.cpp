@@ -4,6 +4,7 @@
 //  - a memdesc is a host buffer of the program (SharedArena), stored in the
 //    order of its layout's offsets: local_store puts tile element c at the
 //    offset the layout gives c, local_load reads it back from there;
+//  - a ttg.memdesc_trans view is the same slot under another type;
 //  - an asynchronous copy completes when it is issued, so commit groups and
 //    waits have nothing to wait for;
 //  - gpu.barrier synchronises one thread: nothing to do. An mbarrier holds
@@ -188,6 +189,10 @@ void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx) {
     f[op.out[0]] = RValue::scalar(op.op->result(0)->type(), r);
     return;
   }
+  case OpCode::MemDescTrans:
+    // The same bytes: the view's type maps its elements onto them.
+    f[op.out[0]] = RValue::scalar(op.op->result(0)->type(), f[op.in[0]][0]);
+    return;
   case OpCode::AsyncCommitGroup:
   case OpCode::AsyncWait:
     f[op.out[0]] = RValue::scalar(token, Slot{});

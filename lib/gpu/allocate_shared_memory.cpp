@@ -19,14 +19,17 @@ namespace tritium::gpu {
 namespace {
 
 /// Every value that names bytes of `alloc`'s buffer: its result and the
-/// results of ttg.memdesc_index ops taken of it (transitively).
+/// results of ttg.memdesc_index and ttg.memdesc_trans ops taken of it
+/// (transitively).
 std::vector<Value *> memdescViews(Function &f, Operation *alloc) {
   std::vector<Value *> views{alloc->result(0)};
   std::set<Value *> seen(views.begin(), views.end());
   // Program order: an index op comes after the value it indexes, so one
   // walk finds every view.
   f.walk([&](Operation *op) {
-    if (op->code() == OpCode::MemDescIndex && seen.count(op->operand(0)) &&
+    if ((op->code() == OpCode::MemDescIndex ||
+         op->code() == OpCode::MemDescTrans) &&
+        seen.count(op->operand(0)) &&
         seen.insert(op->result(0)).second)
       views.push_back(op->result(0));
   });

@@ -600,6 +600,7 @@ OpSupport layoutSupport(OpCode c) {
   // Layouts are chosen per function; the pipeline inlines calls first.
   case OpCode::Call:
   case OpCode::MemDescIndex: // GPU IR only, like the ops below
+  case OpCode::MemDescTrans:
     return OpSupport::Rejected;
   default:
     // Shared memory, async copies and barriers exist only in GPU IR, made

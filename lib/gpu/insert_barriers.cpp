@@ -130,6 +130,8 @@ public:
             offset, offset + memdescBytes(op->result(0)->type()), true};
       } else if (op->code() == OpCode::MemDescIndex) {
         bytes_[op->result(0)] = indexed(*op);
+      } else if (op->code() == OpCode::MemDescTrans) {
+        bytes_[op->result(0)] = of(op->operand(0)); // a view: the same bytes
       }
     });
   }

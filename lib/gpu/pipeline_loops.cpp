@@ -6,6 +6,10 @@
 //   %x = tt.load %ptr[, %mask[, %other]]    -- its only user is
 //   %m = ttg.local_alloc %x                 -- read only by ttg.local_load
 //                                              or ttng.warp_group_dot
+// or, for a tile the kernel transposes (tl.dot(a, b.T)), a tt.trans between
+// the two: the buffers then hold the tile as loaded (the alloc's layout
+// with its dims permuted back) and the reads take a ttg.memdesc_trans view
+// of the buffer, so the copy is the same cp.async as for any other tile.
 // With S = num_stages buffers and a lookahead of D = S-1 iterations the
 // loop becomes
 //   %bufs = ttg.local_alloc : !ttg.memdesc<S x tile, mutable>   (per load)
@@ -115,11 +119,42 @@ std::optional<int64_t> intConstant(Value *v) {
   return std::nullopt;
 }
 
+/// One ttg.local_alloc of a candidate's loaded tile, and what reads it.
+struct AllocUse {
+  // A tt.trans between the load and the alloc (tl.dot(a, b.T) where b is
+  // loaded N x K): the reads then see the buffer through a memdesc_trans.
+  Operation *trans = nullptr;
+  Operation *alloc = nullptr;
+  std::vector<Operation *> reads; // local_loads and wgmmas of the alloc
+};
+
 struct Candidate {
   Operation *load;
-  Operation *alloc;
-  std::vector<Operation *> reads; // the local_loads of the alloc
+  // Usually one; a tile used both as loaded and transposed (the attention
+  // backward's tl.dot(k, qT) and tl.dot(dsT, tl.trans(qT))) has two, which
+  // share the buffers when their layouts agree on the bytes.
+  std::vector<AllocUse> uses;
+  // One buffer as the copies write it: the loaded tile's shape, each use's
+  // layout seen through the inverse of its permutation.
+  const Type *bufType = nullptr;
 };
+
+/// The buffer type through which `use` reads a tile of `loaded` type, in
+/// the loaded tile's dims (mutable); null when the alloc's layout has no
+/// form with the permutation undone.
+const Type *bufferTypeOf(const AllocUse &use, const Type *loaded) {
+  const Type *md = use.alloc->result(0)->type();
+  if (!use.trans)
+    return Type::memdesc(md->element(), md->shape(), md->layout(), true);
+  const auto &order = use.trans->arrayAttr("order");
+  std::vector<int64_t> inv(order.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    inv[order[k]] = (int64_t)k;
+  const Layout *l = md->layout()->permuted(inv);
+  if (!l || l->checkMemDesc(loaded->element(), loaded->shape()) != "")
+    return nullptr;
+  return Type::memdesc(md->element(), loaded->shape(), l, true);
+}
 
 /// What step 1-3 decided for one loop.
 struct Plan {
@@ -236,23 +271,41 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
     const Type *ptrType = ld->operand(0)->type();
     if (!ptrType->isTensor())
       continue;
-    const auto &lu = users[ld->result(0)];
-    if (lu.size() != 1 || lu[0]->code() != OpCode::LocalAlloc ||
-        lu[0]->parentBlock() != &body || lu[0]->numOperands() != 1)
-      continue;
-    Candidate c{ld, lu[0], {}};
-    const Type *md = c.alloc->result(0)->type();
-    if (md->isMultiBuffered())
-      continue;
-    bool onlyReads = true;
-    for (Operation *u : users[c.alloc->result(0)]) {
-      // A local_load, or a wgmma reading the buffer as one of its operands.
-      onlyReads = onlyReads &&
-                  ((u->code() == OpCode::LocalLoad && u->numOperands() == 1 &&
-                    u->operand(0) == c.alloc->result(0)) ||
-                   (u->code() == OpCode::WarpGroupDot &&
-                    u->operand(2) != c.alloc->result(0)));
-      c.reads.push_back(u);
+    // Every user of the load is an alloc in the body, directly or through
+    // one tt.trans, and every alloc is only read; all see the same bytes.
+    Candidate c{ld, {}, nullptr};
+    bool onlyReads = !users[ld->result(0)].empty();
+    for (Operation *u : users[ld->result(0)]) {
+      AllocUse use;
+      use.alloc = u;
+      if (u->code() == OpCode::Trans && u->parentBlock() == &body) {
+        const auto &tu = users[u->result(0)];
+        use.trans = u;
+        use.alloc = tu.size() == 1 ? tu[0] : nullptr;
+      }
+      Operation *alloc = use.alloc;
+      if (!alloc || alloc->code() != OpCode::LocalAlloc ||
+          alloc->parentBlock() != &body || alloc->numOperands() != 1 ||
+          alloc->result(0)->type()->isMultiBuffered()) {
+        onlyReads = false;
+        break;
+      }
+      const Type *buf = bufferTypeOf(use, ld->result(0)->type());
+      if (!buf || (c.bufType && buf != c.bufType)) {
+        onlyReads = false;
+        break;
+      }
+      c.bufType = buf;
+      for (Operation *r : users[alloc->result(0)]) {
+        // A local_load, or a wgmma reading the buffer as one of its operands.
+        onlyReads = onlyReads &&
+                    ((r->code() == OpCode::LocalLoad && r->numOperands() == 1 &&
+                      r->operand(0) == alloc->result(0)) ||
+                     (r->code() == OpCode::WarpGroupDot &&
+                      r->operand(2) != alloc->result(0)));
+        use.reads.push_back(r);
+      }
+      c.uses.push_back(std::move(use));
     }
     if (!onlyReads)
       continue;
@@ -287,9 +340,10 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   for (bool wantB : {true, false})
     for (size_t i = 0; i < p.loads.size(); ++i) {
       bool isB = false;
-      for (Operation *r : p.loads[i].reads)
-        isB = isB || (r->code() == OpCode::WarpGroupDot &&
-                      r->operand(1) == p.loads[i].alloc->result(0));
+      for (const AllocUse &u : p.loads[i].uses)
+        for (Operation *r : u.reads)
+          isB = isB || (r->code() == OpCode::WarpGroupDot &&
+                        r->operand(1) == u.alloc->result(0));
       if (isB == wantB)
         p.issueOrder.push_back(i);
     }
@@ -301,26 +355,29 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   // overwritten by the next iteration's local_alloc while being read.
   {
     std::set<Value *> pipelined;
+    std::vector<Operation *> reads;
     for (const Candidate &c : p.loads)
-      pipelined.insert(c.alloc->result(0));
-    std::set<Operation *> seen;
-    for (const Candidate &c : p.loads)
-      for (Operation *r : c.reads) {
-        if (r->code() != OpCode::WarpGroupDot || !seen.insert(r).second)
-          continue;
-        bool safe = true;
-        // A in registers (attention's p) is not a buffer: wgmma reads it
-        // before the registers can change (ptxas keeps them until the wait).
-        for (unsigned k = 0; k < 2; ++k)
-          safe = safe && (r->operand(k)->type()->isTensor() ||
-                          pipelined.count(r->operand(k)) ||
-                          !definedInside(loop, r->operand(k)));
-        // Only a dot that carries its accumulator to the next iteration
-        // leaves its group in flight; one whose result the iteration reads
-        // (attention's q @ k^T) waits for it at once.
-        if (safe && carriedAccumulatorLoop(*r) == loop)
-          p.asyncDots.push_back(r);
+      for (const AllocUse &u : c.uses) {
+        pipelined.insert(u.alloc->result(0));
+        reads.insert(reads.end(), u.reads.begin(), u.reads.end());
       }
+    std::set<Operation *> seen;
+    for (Operation *r : reads) {
+      if (r->code() != OpCode::WarpGroupDot || !seen.insert(r).second)
+        continue;
+      bool safe = true;
+      // A in registers (attention's p) is not a buffer: wgmma reads it
+      // before the registers can change (ptxas keeps them until the wait).
+      for (unsigned k = 0; k < 2; ++k)
+        safe = safe && (r->operand(k)->type()->isTensor() ||
+                        pipelined.count(r->operand(k)) ||
+                        !definedInside(loop, r->operand(k)));
+      // Only a dot that carries its accumulator to the next iteration
+      // leaves its group in flight; one whose result the iteration reads
+      // (attention's q @ k^T) waits for it at once.
+      if (safe && carriedAccumulatorLoop(*r) == loop)
+        p.asyncDots.push_back(r);
+    }
   }
 
   // Step 3: which ahead iter args move ahead in place. Everything that
@@ -562,17 +619,16 @@ public:
 
     // Step 4: the buffers and the prologue.
     for (const Candidate &c : p_.loads) {
-      const Type *one = c.alloc->result(0)->type();
+      const Type *one = c.bufType;
       std::vector<int64_t> shape{p_.stages};
       shape.insert(shape.end(), one->shape().begin(), one->shape().end());
-      Emitter at{pre.block, pre.pos, c.alloc->loc()};
+      Emitter at{pre.block, pre.pos, c.uses.front().alloc->loc()};
       Value *bufs = at.op(OpCode::LocalAlloc, {},
                           Type::memdesc(one->element(), shape, one->layout(),
                                         true));
       bufs->nameHint = "bufs";
       bufs_.push_back(bufs);
-      bufType_.push_back(Type::memdesc(one->element(), one->shape(),
-                                       one->layout(), true));
+      bufType_.push_back(one);
     }
     std::map<unsigned, Value *> cur;
     for (unsigned k : p_.ahead)
@@ -646,20 +702,32 @@ public:
     // This iteration reads buffer %read.
     for (size_t i = 0; i < p_.loads.size(); ++i) {
       const Candidate &c = p_.loads[i];
-      Emitter at{&body_, body_.find(c.alloc), c.alloc->loc()};
-      Value *buf = at.op(OpCode::MemDescIndex, {bufs_[i], read}, bufType_[i]);
-      for (Operation *r : c.reads) {
-        if (r->code() == OpCode::WarpGroupDot) {
-          // Ordered after the wait by program order (it takes no token).
-          for (Value *&o : r->operands())
-            if (o == c.alloc->result(0))
-              o = buf;
-          continue;
+      for (const AllocUse &u : c.uses) {
+        Emitter at{&body_, body_.find(u.alloc), u.alloc->loc()};
+        Value *buf =
+            at.op(OpCode::MemDescIndex, {bufs_[i], read}, bufType_[i]);
+        if (u.trans) {
+          const Type *md = u.alloc->result(0)->type();
+          buf = at.op(OpCode::MemDescTrans, {buf},
+                      Type::memdesc(md->element(), md->shape(), md->layout(),
+                                    true),
+                      {{"order", u.trans->arrayAttr("order")}});
         }
-        r->operands()[0] = buf;
-        r->operands().push_back(wait);
+        for (Operation *r : u.reads) {
+          if (r->code() == OpCode::WarpGroupDot) {
+            // Ordered after the wait by program order (it takes no token).
+            for (Value *&o : r->operands())
+              if (o == u.alloc->result(0))
+                o = buf;
+            continue;
+          }
+          r->operands()[0] = buf;
+          r->operands().push_back(wait);
+        }
+        u.alloc->erase();
+        if (u.trans)
+          u.trans->erase();
       }
-      c.alloc->erase();
       c.load->erase();
     }
 

@@ -111,6 +111,24 @@ SwizzledSharedLayout::checkMemDesc(const Type *element,
   return checkBuffer(*this, element, shape);
 }
 
+const Layout *
+SwizzledSharedLayout::permuted(const std::vector<int64_t> &perm) const {
+  // Dim d of this layout is dim inv[d] of the permuted view; the swizzle
+  // names dims only through `order`.
+  std::vector<int64_t> inv(perm.size(), -1);
+  if (perm.size() != order.size())
+    return nullptr;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] < 0 || perm[i] >= (int64_t)perm.size() || inv[perm[i]] >= 0)
+      return nullptr;
+    inv[perm[i]] = (int64_t)i;
+  }
+  std::vector<int64_t> viewOrder;
+  for (int64_t d : order)
+    viewOrder.push_back(inv[d]);
+  return get(vec, perPhase, maxPhase, std::move(viewOrder));
+}
+
 // ---------------------------------------------------------------------------
 // NVMMA
 // ---------------------------------------------------------------------------
@@ -160,6 +178,15 @@ NVMMASharedLayout::toLinear(const std::vector<int64_t> &shape) const {
   for (int64_t v = colsPerBlock; v < shape[colDim]; v *= 2)
     offset.push_back(unit(2, colDim, v));
   return LinearLayout::shared(shape, std::move(offset));
+}
+
+const Layout *
+NVMMASharedLayout::permuted(const std::vector<int64_t> &perm) const {
+  if (perm == std::vector<int64_t>{0, 1})
+    return this;
+  if (perm == std::vector<int64_t>{1, 0})
+    return get(swizzlingByteWidth, !transposed, elementBitWidth);
+  return nullptr;
 }
 
 std::string NVMMASharedLayout::str() const {

@@ -795,6 +795,7 @@ private:
     case OpCode::LocalLoad:
     case OpCode::LocalStore:
     case OpCode::MemDescIndex:
+    case OpCode::MemDescTrans:
     case OpCode::AsyncCopyGlobalToLocal:
     case OpCode::AsyncCommitGroup:
     case OpCode::AsyncWait:
@@ -950,6 +951,32 @@ private:
       const Type *want = Type::memdesc(m->element(), m->bufferShape(),
                                        m->layout(), m->isMutable());
       expectType(op, "result", rty(op), want);
+      return;
+    }
+    case OpCode::MemDescTrans: {
+      const Type *m = singleBuffer(op, 0);
+      const auto &order = op.arrayAttr("order");
+      std::vector<bool> seen(m->rank(), false);
+      bool ok = (int)order.size() == m->rank();
+      for (int64_t d : order) {
+        if (!ok || d < 0 || d >= m->rank() || seen[d]) {
+          ok = false;
+          break;
+        }
+        seen[d] = true;
+      }
+      if (!ok)
+        fail(op, "order must be a permutation of the operand's " +
+                     std::to_string(m->rank()) + " dimensions");
+      const Layout *view = m->layout()->permuted(order);
+      if (!view)
+        fail(op, "the layout of " + typeText(m) +
+                     " has no form with its dimensions permuted");
+      std::vector<int64_t> shape;
+      for (int64_t d : order)
+        shape.push_back(m->shape()[d]);
+      expectType(op, "result", rty(op),
+                 Type::memdesc(m->element(), shape, view, m->isMutable()));
       return;
     }
     case OpCode::AsyncCopyGlobalToLocal: {

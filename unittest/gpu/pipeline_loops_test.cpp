@@ -21,6 +21,7 @@
 
 #include <cstring>
 #include <random>
+#include <stdexcept>
 
 using namespace tritium;
 
@@ -274,11 +275,39 @@ const char *kWgmmaMatmul = R"(tt.func @matmul(%a: !tt.ptr<f16>, %b: !tt.ptr<f16>
 }
 )";
 
-/// kWgmmaMatmul as GPU IR for sm_90a, before pipelining.
-std::unique_ptr<Module> wgmmaModule() {
-  auto m = parse(kWgmmaMatmul);
+/// kWgmmaMatmul with B given N x K (K contiguous, as TensorDescriptor
+/// matmuls and attention's K take it) and transposed in the kernel:
+/// tl.dot(a, b.T). Its tile has A's offsets and mask.
+std::string wgmmaMatmulBT() {
+  std::string s = kWgmmaMatmul;
+  auto swap = [&](const std::string &from, const std::string &to) {
+    size_t at = s.find(from);
+    if (at == std::string::npos)
+      throw std::runtime_error("kWgmmaMatmul lacks: " + from);
+    s.replace(at, from.size(), to);
+  };
+  swap("%bptr0 = tt.addptr %bbase, %boff : tensor<32x64x!tt.ptr<f16>>",
+       "%bbt = tt.splat %b : tensor<64x32x!tt.ptr<f16>>\n"
+       "  %bptr0 = tt.addptr %bbt, %aoff : tensor<64x32x!tt.ptr<f16>>");
+  swap("%bstep = arith.constant {value = 2048} : tensor<32x64xi32>",
+       "%bstep = arith.constant {value = 32} : tensor<64x32xi32>");
+  swap("tensor<64x32x!tt.ptr<f16>>, tensor<32x64x!tt.ptr<f16>> {",
+       "tensor<64x32x!tt.ptr<f16>>, tensor<64x32x!tt.ptr<f16>> {");
+  swap("%b_k: tensor<32x64x!tt.ptr<f16>>):", "%b_k: tensor<64x32x!tt.ptr<f16>>):");
+  swap("%y = tt.load %b_k, %mbb : tensor<32x64xf16>",
+       "%y0 = tt.load %b_k, %mab : tensor<64x32xf16>\n"
+       "    %y = tt.trans %y0 {order = [1, 0]} : tensor<32x64xf16>");
+  swap("%bn2 = tt.addptr %b_k, %bstep : tensor<32x64x!tt.ptr<f16>>",
+       "%bn2 = tt.addptr %b_k, %bstep : tensor<64x32x!tt.ptr<f16>>");
+  return s;
+}
+
+/// kWgmmaMatmul (or `text`) as GPU IR for `target`, before pipelining.
+std::unique_ptr<Module> wgmmaModule(const std::string &text = kWgmmaMatmul,
+                                    const char *target = "sm_90a") {
+  auto m = parse(text);
   PipelineOptions o;
-  o.target = GPUTarget::parse("sm_90a");
+  o.target = GPUTarget::parse(target);
   PassStats stats;
   runPasses(*m,
             {"convert-to-gpu", "remove-layout-conversions", "accelerate-matmul",
@@ -291,7 +320,8 @@ std::unique_ptr<Module> wgmmaModule() {
 /// C (64x64) of kWgmmaMatmul; A and B as in Inputs, extents exact. With
 /// `ref`, also the exact product.
 std::vector<float> runWgmma(const Module &m, int K, unsigned seed,
-                            std::vector<float> *ref = nullptr) {
+                            std::vector<float> *ref = nullptr,
+                            bool bTransposed = false) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> d(-8, 8);
   std::vector<uint16_t> a(64 * K + 1), b(K * 64 + 1);
@@ -310,7 +340,8 @@ std::vector<float> runWgmma(const Module &m, int K, unsigned seed,
       for (int j = 0; j < 64; ++j) {
         double sum = 0;
         for (int k = 0; k < K; ++k)
-          sum += halfBitsToFloat(a[i * K + k]) * halfBitsToFloat(b[k * 64 + j]);
+          sum += halfBitsToFloat(a[i * K + k]) *
+                 halfBitsToFloat(b[bTransposed ? j * K + k : k * 64 + j]);
         (*ref)[i * 64 + j] = float(sum);
       }
   }
@@ -456,6 +487,37 @@ TEST(PipelineLoops, WgmmaMatmulMatchesTheUnpipelinedLoop) {
       std::vector<float> got = runWgmma(*after, K, 100 * S + K);
       ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
           << "S = " << S << ", K = " << K;
+    }
+  }
+}
+
+// tl.dot(a, b.T) with b loaded N x K: the tt.trans between the load and the
+// alloc no longer keeps B out of the pipeline. Its buffers hold the tile as
+// loaded (the alloc's layout permuted back) and the dot reads them through
+// a ttg.memdesc_trans view; on sm_90a (wgmma, NVMMA layouts) and sm_80
+// (mma.sync, swizzled layouts read by ttg.local_load).
+TEST(PipelineLoops, ATransposedOperandIsPipelinedThroughAView) {
+  for (const char *target : {"sm_90a", "sm_80"}) {
+    SCOPED_TRACE(target);
+    auto before = wgmmaModule(wgmmaMatmulBT(), target);
+    ASSERT_EQ(count(*before, OpCode::Trans), 1) << print(*before);
+    for (int S = 2; S <= 4; ++S) {
+      auto after = wgmmaModule(wgmmaMatmulBT(), target);
+      PassStats stats = runGPU(
+          *after, {"pipeline", "allocate-shared-memory", "insert-barriers"}, S);
+      ASSERT_EQ(stats.counters["gpu.loads-pipelined"], 2) << print(*after);
+      EXPECT_EQ(count(*after, OpCode::Load), 0) << S;
+      EXPECT_EQ(count(*after, OpCode::Trans), 0) << S;
+      EXPECT_EQ(count(*after, OpCode::MemDescTrans), 1) << S;
+      for (int K : {0, 5, 32, 40, 96, 130}) {
+        std::vector<float> ref;
+        std::vector<float> want =
+            runWgmma(*before, K, 300 * S + K, &ref, /*bTransposed=*/true);
+        ASSERT_EQ(want, ref) << "K = " << K;
+        std::vector<float> got = runWgmma(*after, K, 300 * S + K, nullptr, true);
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+            << "S = " << S << ", K = " << K;
+      }
     }
   }
 }

@@ -256,3 +256,59 @@ TEST(SharedLayouts, MemDescTypeRoundTripsThroughTheParser) {
   EXPECT_EQ(b->numBuffers(), 1);
   EXPECT_EQ(print(*m), text);
 }
+
+namespace {
+
+/// The permuted layout (ttg.memdesc_trans's) against the layout itself: at
+/// every offset, the view's coordinate is the tile's coordinate permuted
+/// (view dim i = tile dim perm[i]).
+void checkPermuted(const SharedLayout *l, const std::vector<int64_t> &perm,
+                   const std::vector<int64_t> &shape) {
+  SCOPED_TRACE(l->str());
+  auto *view = dynamic_cast<const SharedLayout *>(l->permuted(perm));
+  ASSERT_NE(view, nullptr);
+  std::vector<int64_t> viewShape;
+  for (int64_t d : perm)
+    viewShape.push_back(shape[d]);
+  LinearLayout a = l->toLinear(shape), b = view->toLinear(viewShape);
+  ASSERT_EQ(a.inSize(kOffset), b.inSize(kOffset));
+  for (int64_t o = 0; o < a.inSize(kOffset); ++o) {
+    Basis c = a.apply({{kOffset, o}}), v = b.apply({{kOffset, o}});
+    for (size_t i = 0; i < perm.size(); ++i)
+      ASSERT_EQ(v[i], c[perm[i]]) << "offset " << o << ", view dim " << i;
+  }
+  // Permuting back gives the layout itself (interned: the same pointer).
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inv[perm[i]] = (int64_t)i;
+  EXPECT_EQ(view->permuted(inv), l);
+}
+
+} // namespace
+
+TEST(SharedLayouts, PermutedViewsSeeTheSameBytes) {
+  for (int64_t width : {0, 32, 64, 128})
+    for (bool transposed : {false, true}) {
+      checkPermuted(NVMMASharedLayout::get(width, transposed, 16), {1, 0},
+                    {256, 64});
+      checkPermuted(NVMMASharedLayout::get(width, transposed, 16), {1, 0},
+                    {64, 128});
+    }
+  checkPermuted(NVMMASharedLayout::get(128, false, 8), {1, 0}, {64, 128});
+  checkPermuted(SwizzledSharedLayout::get(8, 1, 8, {1, 0}), {1, 0}, {64, 32});
+  checkPermuted(SwizzledSharedLayout::get(4, 2, 4, {0, 1}), {1, 0}, {32, 64});
+  checkPermuted(SwizzledSharedLayout::get(4, 1, 8, {2, 0, 1}), {1, 2, 0},
+                {4, 16, 32});
+  // The identity permutation is the layout itself.
+  auto *n = NVMMASharedLayout::get(128, false, 16);
+  EXPECT_EQ(n->permuted({0, 1}), n);
+}
+
+TEST(SharedLayouts, PermutedRejectsNonPermutations) {
+  EXPECT_EQ(NVMMASharedLayout::get(128, false, 16)->permuted({0}), nullptr);
+  EXPECT_EQ(NVMMASharedLayout::get(128, false, 16)->permuted({1, 1}), nullptr);
+  auto *s = SwizzledSharedLayout::get(8, 1, 8, {1, 0});
+  EXPECT_EQ(s->permuted({0, 0}), nullptr);
+  EXPECT_EQ(s->permuted({2, 0}), nullptr);
+  EXPECT_EQ(s->permuted({0, 1, 2}), nullptr);
+}

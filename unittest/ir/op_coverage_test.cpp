@@ -57,6 +57,7 @@ TEST(OpCoverage, RefusalsAreTheKnownOnes) {
   // Shared-memory values, async copies and mbarriers (emit_shared.cpp).
   for (OpCode c : {OpCode::LocalAlloc, OpCode::LocalDealloc, OpCode::LocalLoad,
                    OpCode::LocalStore, OpCode::MemDescIndex,
+                   OpCode::MemDescTrans,
                    OpCode::AsyncCopyGlobalToLocal, OpCode::AsyncCommitGroup,
                    OpCode::AsyncWait, OpCode::InitBarrier,
                    OpCode::BarrierExpect, OpCode::ArriveBarrier,

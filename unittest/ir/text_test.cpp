@@ -80,6 +80,10 @@ public:
                            const std::vector<int64_t> &) const override {
     return rank() == 2 ? "" : "not a shared layout";
   }
+  // The stand-in is its own transpose (ttg.memdesc_trans).
+  const Layout *permuted(const std::vector<int64_t> &order) const override {
+    return rank() == 2 && order.size() == 2 ? this : nullptr;
+  }
   std::string text;
 };
 
@@ -277,6 +281,7 @@ const char *kShared = R"(
 tt.func @smem(%p: tensor<64x32x!tt.ptr<f16>>, %m: tensor<64x32xi1>, %o: tensor<64x32xf16>, %i: i32, %ph: i32, %c: i1) {
   %a = ttg.local_alloc {allocation.offset = 0} : !ttg.memdesc<2x64x32xf16, #test<shared2>, mutable>
   %b = ttg.memdesc_index %a, %i : !ttg.memdesc<64x32xf16, #test<shared2>, mutable>
+  %bt = ttg.memdesc_trans %b {order = [1, 0]} : !ttg.memdesc<32x64xf16, #test<shared2>, mutable>
   %t = ttg.async_copy_global_to_local %p, %b, %m, %o : !ttg.async.token
   %g = ttg.async_commit_group %t : !ttg.async.token
   %w = ttg.async_wait %g {num = 1} : !ttg.async.token

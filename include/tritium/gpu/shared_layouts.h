@@ -48,6 +48,9 @@ public:
   std::string str() const override;
   std::string checkMemDesc(const Type *element,
                            const std::vector<int64_t> &shape) const override;
+  /// The same swizzle with `order` naming the permuted dims (null when
+  /// `order` is not a permutation of this layout's rank).
+  const Layout *permuted(const std::vector<int64_t> &order) const override;
 
   int64_t vec, perPhase, maxPhase;
   std::vector<int64_t> order;
@@ -76,6 +79,9 @@ public:
   std::string str() const override;
   std::string checkMemDesc(const Type *element,
                            const std::vector<int64_t> &shape) const override;
+  /// order [1, 0] swaps which dim is contiguous (`transposed`); [0, 1] is
+  /// this layout; null for anything else.
+  const Layout *permuted(const std::vector<int64_t> &order) const override;
 
   int64_t swizzlingByteWidth;
   bool transposed;

@@ -30,6 +30,14 @@ public:
                                    const std::vector<int64_t> &shape) const {
     return "not a shared-memory layout";
   }
+  /// The layout of the same memory with its dims permuted as tt.trans's
+  /// `order` permutes a tensor's (dim i of the result is dim order[i] of
+  /// this one): what ttg.memdesc_trans's result carries. Null when this
+  /// layout has no such form. Shared layouts override it.
+  virtual const Layout *permuted(const std::vector<int64_t> &order) const {
+    (void)order;
+    return nullptr;
+  }
 };
 
 /// The most elements a tensor type may have (the parser and the Python Type

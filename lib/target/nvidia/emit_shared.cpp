@@ -572,6 +572,9 @@ bool emitShared(Emitter &e, Operation &op) {
     e.bind(op.result(0), {r});
     return true;
   }
+  case OpCode::MemDescTrans: // a view: the same address, another layout
+    e.bind(op.result(0), e.regs(op.operand(0)));
+    return true;
   case OpCode::AsyncCopyGlobalToLocal:
     emitAsyncCopy(e, op);
     return true;

@@ -564,7 +564,8 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::Call:
     return PtxFamily::Rejected;
   default:
-    if ((traits & SHARED) || c == OpCode::MemDescIndex)
+    if ((traits & SHARED) || c == OpCode::MemDescIndex ||
+        c == OpCode::MemDescTrans)
       return PtxFamily::Shared;
     return PtxFamily::None;
   }
