@@ -8,6 +8,9 @@ result NaN-poisoned first) runs on that config. The forward's output and row log
 from torch, so both compilers' backwards read the same inputs.
 
 Run: python3 benchmarks/bench_attention_bwd.py [--json results.json] [--quick]
+BENCH_TRANSPOSE_LOADED=1 runs the kernels in the form of Triton's tutorial instead (Q^T, dO, K^T
+loaded once each and tl.trans'd where the other orientation is read; TRANSPOSE_LOADED in the
+kernels' source), under both compilers alike.
 """
 
 import os
@@ -66,12 +69,15 @@ def forward_state(q, k, v, causal, sm_scale):
     return o, m
 
 
+TRANSPOSE_LOADED = os.environ.get("BENCH_TRANSPOSE_LOADED") == "1"
+
+
 def launcher(mod, q, k, v, o, do, m, causal, sm_scale, cfg, out, poison=False):
     kernels = (mod.attn_bwd_preprocess, mod.attn_bwd_dkdv, mod.attn_bwd_dq)
 
     def run():
         out[:] = mod.attention_backward(q, k, v, o, do, m, causal, sm_scale, cfg, kernels,
-                                        poison=poison)
+                                        poison=poison, transpose_loaded=TRANSPOSE_LOADED)
         return out
     return run
 

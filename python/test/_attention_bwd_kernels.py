@@ -14,8 +14,10 @@ Three kernels, no atomics (the FlashAttention-2 split):
                        directly, so that Pᵀ and dSᵀ are the A operands of dV += Pᵀ dO and
                        dK += dSᵀ Q without transposing a computed tile.
   attn_bwd_dq          one program per (query block, batch*head) holds Q, dO, M, Delta and loops
-                       over the key/value blocks; Vᵀ is loaded transposed, K once and used as both
-                       K (dQ += dS K) and tl.trans(K) (S = Q Kᵀ).
+                       over the key/value blocks; Vᵀ is loaded transposed, K twice, as K
+                       (dQ += dS K) and as Kᵀ (S = Q Kᵀ).
+TRANSPOSE_LOADED=True is the form of Triton's tutorial: Qᵀ and dO (dK/dV), Kᵀ (dQ) loaded once each
+and tl.trans'd where the other orientation is read.
 Causal kernels visit only the blocks a query row can see and mask only the blocks that straddle the
 diagonal; the ragged end (N not a multiple of the blocks) is masked by the loads (a query row past
 N gets M = +inf, hence P = 0) and, in the dQ kernel, by a key mask on the last block only.
@@ -42,19 +44,23 @@ def attn_bwd_preprocess(O, DO, Delta, H, N_CTX, stride_z, stride_h, stride_n,
 @triton.jit
 def _dkdv_query_block(dk, dv, k, v, Q, DO, M, Delta, base, row_base, start_m, offs_n, N_CTX,
                       stride_n, qk_scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                      DIAGONAL: tl.constexpr):
+                      DIAGONAL: tl.constexpr, TRANSPOSE_LOADED: tl.constexpr):
     """dK, dV of one key block after the query rows start_m .. start_m + BLOCK_M."""
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     offs = base + offs_m[:, None] * stride_n + offs_d[None, :]
     offs_t = base + offs_m[None, :] * stride_n + offs_d[:, None]
-    # Q and dO are read twice, as rows and as their transposes: each load then has one user, a
-    # dot operand, which the pipeliner turns into a multi-buffered cp.async (a tl.trans of the
-    # loaded tile would be a second copy through shared memory, and the load not pipelined).
-    q = tl.load(Q + offs, mask=offs_m[:, None] < N_CTX, other=0.0)
     qt = tl.load(Q + offs_t, mask=offs_m[None, :] < N_CTX, other=0.0)
     do = tl.load(DO + offs, mask=offs_m[:, None] < N_CTX, other=0.0)
-    dot_ = tl.load(DO + offs_t, mask=offs_m[None, :] < N_CTX, other=0.0)
+    if TRANSPOSE_LOADED:
+        # As Triton's tutorial writes it: Q^T and dO loaded once each, the other orientation a
+        # tl.trans of the loaded tile (one shared buffer, read both ways).
+        q = tl.trans(qt)
+        dot_ = tl.trans(do)
+    else:
+        # Q and dO read twice, as rows and as their transposes (each load one dot operand).
+        q = tl.load(Q + offs, mask=offs_m[:, None] < N_CTX, other=0.0)
+        dot_ = tl.load(DO + offs_t, mask=offs_m[None, :] < N_CTX, other=0.0)
     # A row past N_CTX gets M = +inf: its column of P^T is exp2(-inf) = 0.
     m = tl.load(M + row_base + offs_m, mask=offs_m < N_CTX, other=float("inf"))
     delta = tl.load(Delta + row_base + offs_m, mask=offs_m < N_CTX, other=0.0)
@@ -71,7 +77,7 @@ def _dkdv_query_block(dk, dv, k, v, Q, DO, M, Delta, base, row_base, start_m, of
 @triton.jit
 def attn_bwd_dkdv(Q, K, V, DO, DK, DV, M, Delta, sm_scale, H, N_CTX, stride_z, stride_h, stride_n,
                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  CAUSAL: tl.constexpr):
+                  CAUSAL: tl.constexpr, TRANSPOSE_LOADED: tl.constexpr = False):
     start_n = tl.program_id(0) * BLOCK_N
     off_hz = tl.program_id(1)
     base = (off_hz // H) * stride_z + (off_hz % H) * stride_h
@@ -90,11 +96,13 @@ def attn_bwd_dkdv(Q, K, V, DO, DK, DV, M, Delta, sm_scale, H, N_CTX, stride_z, s
         past_diagonal = tl.minimum((start_n + BLOCK_N + BLOCK_M - 1) // BLOCK_M * BLOCK_M, N_CTX)
         for start_m in range(lo, past_diagonal, BLOCK_M):
             dk, dv = _dkdv_query_block(dk, dv, k, v, Q, DO, M, Delta, base, row_base, start_m,
-                                       offs_n, N_CTX, stride_n, qk_scale, HEAD_DIM, BLOCK_M, True)
+                                       offs_n, N_CTX, stride_n, qk_scale, HEAD_DIM, BLOCK_M, True,
+                                       TRANSPOSE_LOADED)
         lo = past_diagonal
     for start_m in range(lo, N_CTX, BLOCK_M):
         dk, dv = _dkdv_query_block(dk, dv, k, v, Q, DO, M, Delta, base, row_base, start_m, offs_n,
-                                   N_CTX, stride_n, qk_scale, HEAD_DIM, BLOCK_M, False)
+                                   N_CTX, stride_n, qk_scale, HEAD_DIM, BLOCK_M, False,
+                                   TRANSPOSE_LOADED)
     tl.store(DK + offs, (dk * sm_scale).to(DK.dtype.element_ty), mask=offs_n[:, None] < N_CTX)
     tl.store(DV + offs, dv.to(DV.dtype.element_ty), mask=offs_n[:, None] < N_CTX)
 
@@ -102,14 +110,17 @@ def attn_bwd_dkdv(Q, K, V, DO, DK, DV, M, Delta, sm_scale, H, N_CTX, stride_z, s
 @triton.jit
 def _dq_key_block(dq, q, do, m, delta, K, V, base, start_n, offs_m, N_CTX, stride_n, qk_scale,
                   HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
-                  CAUSAL: tl.constexpr):
+                  CAUSAL: tl.constexpr, TRANSPOSE_LOADED: tl.constexpr):
     """dQ of one query block after the keys start_n .. start_n + BLOCK_N."""
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     offs_t = base + offs_n[None, :] * stride_n + offs_d[:, None]
-    k = tl.load(K + base + offs_n[:, None] * stride_n + offs_d[None, :],
-                mask=offs_n[:, None] < N_CTX, other=0.0)
     kt = tl.load(K + offs_t, mask=offs_n[None, :] < N_CTX, other=0.0)
+    if TRANSPOSE_LOADED:
+        k = tl.trans(kt)  # the tutorial's form: K^T loaded once, read both ways
+    else:
+        k = tl.load(K + base + offs_n[:, None] * stride_n + offs_d[None, :],
+                    mask=offs_n[:, None] < N_CTX, other=0.0)
     vt = tl.load(V + offs_t, mask=offs_n[None, :] < N_CTX, other=0.0)
     p = tl.math.exp2(tl.dot(q, kt) * qk_scale - m[:, None])
     if MASK:
@@ -124,7 +135,7 @@ def _dq_key_block(dq, q, do, m, delta, K, V, base, start_n, offs_m, N_CTX, strid
 @triton.jit
 def attn_bwd_dq(Q, K, V, DO, DQ, M, Delta, sm_scale, H, N_CTX, stride_z, stride_h, stride_n,
                 HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                CAUSAL: tl.constexpr):
+                CAUSAL: tl.constexpr, TRANSPOSE_LOADED: tl.constexpr = False):
     start_m = tl.program_id(0) * BLOCK_M
     off_hz = tl.program_id(1)
     base = (off_hz // H) * stride_z + (off_hz % H) * stride_h
@@ -147,10 +158,10 @@ def attn_bwd_dq(Q, K, V, DO, DQ, M, Delta, sm_scale, H, N_CTX, stride_z, stride_
         hi = N_CTX
     for start_n in range(0, diagonal, BLOCK_N):
         dq = _dq_key_block(dq, q, do, m, delta, K, V, base, start_n, offs_m, N_CTX, stride_n,
-                           qk_scale, HEAD_DIM, BLOCK_N, False, CAUSAL)
+                           qk_scale, HEAD_DIM, BLOCK_N, False, CAUSAL, TRANSPOSE_LOADED)
     for start_n in range(diagonal, hi, BLOCK_N):
         dq = _dq_key_block(dq, q, do, m, delta, K, V, base, start_n, offs_m, N_CTX, stride_n,
-                           qk_scale, HEAD_DIM, BLOCK_N, True, CAUSAL)
+                           qk_scale, HEAD_DIM, BLOCK_N, True, CAUSAL, TRANSPOSE_LOADED)
     tl.store(DQ + offs, (dq * sm_scale).to(DQ.dtype.element_ty), mask=offs_m[:, None] < N_CTX)
 
 
@@ -164,13 +175,14 @@ PRE_BLOCK = 64
 
 
 def attention_backward(q, k, v, o, do, m, causal, sm_scale, config=DEFAULT_CONFIG, kernels=None,
-                       poison=True):
+                       poison=True, transpose_loaded=False):
     """dQ, dK, dV of attention(q, k, v) on (Z, H, N, D) tensors (torch, CPU or CUDA) given its output
     o, the output's gradient do and the forward's M ((Z*H, N) fp32, base-2 log-sum-exp). The results
     start as NaN (unless poison=False, as a timed run wants), so an element no kernel writes shows.
     kernels: the three kernels (preprocess,
     dkdv, dq) to launch, e.g. this file's source compiled by another compiler; default this
-    module's."""
+    module's. transpose_loaded: the tutorial's loads (each of Q^T, dO, K^T loaded once and
+    transposed in the kernel where the other orientation is read) instead of loading both."""
     import torch  # noqa: PLC0415
     pre, dkdv, dqk = kernels or (attn_bwd_preprocess, attn_bwd_dkdv, attn_bwd_dq)
     bm1, bn1, bm2, bn2, warps, stages = config
@@ -186,10 +198,12 @@ def attention_backward(q, k, v, o, do, m, causal, sm_scale, config=DEFAULT_CONFI
                                             BLOCK_M=PRE_BLOCK)
     dkdv[(triton.cdiv(N, bn1), Z * H)](q, k, v, do, dk, dv, m, delta, sm_scale, H, N,
                                        *q.stride()[:3], HEAD_DIM=D, BLOCK_M=bm1, BLOCK_N=bn1,
-                                       CAUSAL=causal, num_warps=warps, num_stages=stages)
+                                       CAUSAL=causal, TRANSPOSE_LOADED=transpose_loaded,
+                                       num_warps=warps, num_stages=stages)
     dqk[(triton.cdiv(N, bm2), Z * H)](q, k, v, do, dq, m, delta, sm_scale, H, N, *q.stride()[:3],
                                       HEAD_DIM=D, BLOCK_M=bm2, BLOCK_N=bn2, CAUSAL=causal,
-                                      num_warps=warps, num_stages=stages)
+                                      TRANSPOSE_LOADED=transpose_loaded, num_warps=warps,
+                                      num_stages=stages)
     return dq, dk, dv
 
 

@@ -58,14 +58,16 @@ CASES = [(1, 2, 128, 64, (32, 64, 64, 32, 4, 2)),   # N a multiple of every bloc
          (1, 1, 77, 64, (16, 16, 16, 16, 4, 1))]
 
 
+@pytest.mark.parametrize("transpose_loaded", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("Z,H,N,D,config", CASES)
-def test_attention_backward_cpu(dtype, causal, Z, H, N, D, config):
+def test_attention_backward_cpu(dtype, causal, Z, H, N, D, config, transpose_loaded):
     q, k, v, do = inputs(Z, H, N, D, dtype, N * 3 + D + causal)
     scale = D ** -0.5
     o, m = fwd.attention(q, k, v, causal, scale, BLOCK_M=16, BLOCK_N=16, return_m=True)
-    grads = bwd.attention_backward(q, k, v, o, do, m, causal, scale, config)
+    grads = bwd.attention_backward(q, k, v, o, do, m, causal, scale, config,
+                                   transpose_loaded=transpose_loaded)
     refs = reference_grads(q, k, v, do, causal, scale)
     for name, g, r in zip(("dq", "dk", "dv"), grads, refs):
         assert g.dtype == dtype and g.shape == q.shape

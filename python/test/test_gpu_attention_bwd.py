@@ -37,12 +37,13 @@ def sdpa_grads(q, k, v, do, causal, scale):
     return q32.grad, k32.grad, v32.grad
 
 
-def check(dtype, Z, H, N, D, causal, config):
+def check(dtype, Z, H, N, D, causal, config, transpose_loaded=False):
     q, k, v, do = (torch.randn(Z, H, N, D, device="cuda", dtype=dtype) for _ in range(4))
     scale = D ** -0.5
     o, m = fwd.attention(q, k, v, causal, scale, BLOCK_M=128, BLOCK_N=64,
                          num_warps=4 if D == 64 else 8, num_stages=2, return_m=True)
-    grads = bwd.attention_backward(q, k, v, o, do, m, causal, scale, config)
+    grads = bwd.attention_backward(q, k, v, o, do, m, causal, scale, config,
+                                   transpose_loaded=transpose_loaded)
     torch.cuda.synchronize()
     for name, g, r in zip(("dq", "dk", "dv"), grads, sdpa_grads(q, k, v, do, causal, scale)):
         assert not torch.isnan(g).any(), f"{name}: unwritten (NaN) elements"
@@ -56,6 +57,16 @@ def check(dtype, Z, H, N, D, causal, config):
 @pytest.mark.parametrize("N", [256, 1000, 1024])
 def test_attention_backward(dtype, D, causal, N):
     check(dtype, 2, 3, N, D, causal, bwd.DEFAULT_CONFIG if D == 64 else bwd.CONFIG_D128)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("N", [256, 1000])
+def test_attention_backward_transposed_loads(dtype, D, causal, N):
+    """The tutorial's form: Q^T, dO and K^T loaded once, tl.trans'd for the other dot."""
+    check(dtype, 2, 3, N, D, causal, bwd.DEFAULT_CONFIG if D == 64 else bwd.CONFIG_D128,
+          transpose_loaded=True)
 
 
 # The configs benchmarks/bench_attention_bwd.py sweeps (both head dims) and a small-block one.

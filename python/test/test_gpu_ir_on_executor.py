@@ -122,9 +122,10 @@ def test_attention_forward(target, causal, D, block, warps, stages):
     _close(want, got, 1e-2)
 
 
+@pytest.mark.parametrize("transpose_loaded", [False, True])
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("causal", [False, True])
-def test_attention_backward_dq(target, causal):
+def test_attention_backward_dq(target, causal, transpose_loaded):
     import _attention_bwd_kernels as bwd
     D, N, H, BM, BN, W, S = 64, 200, 2, 64, 64, 4, 2
     rng = np.random.default_rng(7 + causal)
@@ -135,11 +136,38 @@ def test_attention_backward_dq(target, causal):
     def args():
         dq = np.full((1, H, N, D), np.nan, np.float16)
         return [q, k, v, do, dq, M, delta, 0.125, H, N, H * N * D, N * D, D]
-    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal)
+    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal,
+              TRANSPOSE_LOADED=transpose_loaded)
     types = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "DO": "*fp16", "DQ": "*fp16",
              "M": "*fp32", "Delta": "*fp32", "sm_scale": "fp32"}
-    want, got, _ = _both(bwd.attn_bwd_dq, (-(-N // BM), H), args, [4], cx, types, target, W, S,
-                         divisible=["Q", "K", "V", "DO", "DQ", "M", "Delta"])
+    want, got, gir = _both(bwd.attn_bwd_dq, (-(-N // BM), H), args, [4], cx, types, target, W, S,
+                           divisible=["Q", "K", "V", "DO", "DQ", "M", "Delta"])
+    # K^T and V^T pipelined; the tutorial form reads K^T's buffers both ways.
+    assert ("ttg.memdesc_trans" in gir) == transpose_loaded
+    _close(want, got, 1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_dkdv_transposed_loads(target, causal):
+    import _attention_bwd_kernels as bwd
+    D, N, H, BM, BN, W, S = 64, 200, 2, 32, 64, 4, 2
+    rng = np.random.default_rng(11 + causal)
+    q, k, v, do = [(rng.standard_normal((1, H, N, D)) * 0.5).astype(np.float16) for _ in range(4)]
+    M = rng.standard_normal((H, N)).astype(np.float32) + 3
+    delta = rng.standard_normal((H, N)).astype(np.float32)
+
+    def args():
+        dk = np.full((1, H, N, D), np.nan, np.float16)
+        dv = np.full((1, H, N, D), np.nan, np.float16)
+        return [q, k, v, do, dk, dv, M, delta, 0.125, H, N, H * N * D, N * D, D]
+    cx = dict(HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, TRANSPOSE_LOADED=True)
+    types = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "DO": "*fp16", "DK": "*fp16",
+             "DV": "*fp16", "M": "*fp32", "Delta": "*fp32", "sm_scale": "fp32"}
+    want, got, gir = _both(bwd.attn_bwd_dkdv, (-(-N // BN), H), args, [4, 5], cx, types, target,
+                           W, S, divisible=["Q", "K", "V", "DO", "DK", "DV", "M", "Delta"])
+    # Q^T and dO: each one set of buffers per loop, read as loaded and through the view.
+    assert gir.count("ttg.memdesc_trans") >= 2, gir
     _close(want, got, 1e-2)
 
 
