@@ -87,6 +87,9 @@ void printHelp(std::ostream &os) {
         "  --num-stages=<n>         pipeline stages (default 3)\n"
         "  --bounds-check           check every global access (debug "
         "builds)\n"
+        "  --disable-passes=a,b     leave out these steps of the passes run\n"
+        "                           (TRITIUM_DISABLE_PASSES: stage-vectors,\n"
+        "                           hoist-slice of --pipeline)\n"
         "  --no-fp-fusion           Triton's enable_fp_fusion=False: no fma\n"
         "                           from a * b + c, every add/mul rounds\n"
         "  --emit-ptx               after the passes, compile every kernel "
@@ -201,6 +204,14 @@ Options parseArgs(int argc, char **argv) {
       while (std::getline(ss, name, ','))
         if (!name.empty())
           addPass(o, name);
+    } else if (auto v = valueOf("--disable-passes=")) {
+      // TRITIUM_DISABLE_PASSES's names: steps inside a pass (e.g. the
+      // pipeliner's stage-vectors, hoist-slice) that a pass reads.
+      std::stringstream ss(*v);
+      std::string name;
+      while (std::getline(ss, name, ','))
+        if (!name.empty())
+          o.pipeline.skipPasses.push_back(name);
     } else if (auto v = valueOf("--print-after=")) {
       if (*v != "all" && !lookupPass(toolPasses(), *v))
         usageError("--print-after: unknown pass '" + *v + "'");

@@ -106,6 +106,15 @@ namespace {
 
 constexpr int64_t kMaxStages = 32;
 
+/// Registers a thread may hold across a pipelined loop for the invariant
+/// address arithmetic the pipeliner moves in front of it (see
+/// hoistInvariantSlice). The persistent descriptor matmul holds 48 at
+/// 128x256x64 (8 warps: 12 row pointers and their 12 row bounds; K loop 205
+/// -> 115 SASS instructions, 196 -> 204 registers) and 64 at 128x128x64 (4
+/// warps: 289 -> 150, 190 -> 217); a block pointer with a runtime last
+/// stride would hold 132-260, and stays as it was (ptxas 13.0, sm_90a).
+constexpr int64_t kHoistBudget = 64;
+
 std::optional<int64_t> intConstant(Value *v) {
   Operation *def = v->definingOp();
   if (!def || def->code() != OpCode::Constant ||
@@ -605,11 +614,14 @@ void stageLoads(Function &f, Operation *loop, const std::vector<Operation *> &lo
 
 class Pipeliner {
 public:
-  Pipeliner(Function &f, Plan &p) : f_(f), p_(p), body_(bodyOf(p.loop)) {}
+  Pipeliner(Function &f, Plan &p, bool hoist)
+      : f_(f), p_(p), body_(bodyOf(p.loop)), hoist_(hoist) {}
 
-  void run() {
+  /// Returns how many slice ops hoistInvariantSlice moved.
+  int64_t run() {
     Operation *loop = p_.loop;
     Block *outer = loop->parentBlock();
+    int64_t hoisted = hoist_ ? hoistInvariantSlice() : 0;
     Emitter pre{outer, outer->find(loop), loop->loc()};
     const Type *ivType = loop->operand(0)->type();
     const Type *i32 = Type::scalar(DType::I32);
@@ -763,15 +775,149 @@ public:
       if (!hasUses(f_, op->result(0)))
         op->erase();
     sinkYieldOnlyOps();
+    return hoisted;
   }
 
 private:
   Function &f_;
   Plan &p_;
   Block &body_;
+  bool hoist_;
   std::vector<Value *> bufs_;
   std::vector<const Type *> bufType_;
   std::vector<Operation *> unused_; // erased at the end when unused
+
+  /// Step 3's slice, less what every iteration computes alike: a slice op
+  /// that does arithmetic (not a range, splat, broadcast, reshape or
+  /// constant, which cost nothing to recompute) and whose operands are all
+  /// defined outside the loop, or are such free ops of values defined
+  /// outside it, moves in front of the loop where its result is a scalar
+  /// or a thin tensor (one dim above 1, e.g. [128, 1]); the free ops it
+  /// reads are cloned there for it. A descriptor's or block pointer's row
+  /// pointers (base + rows * stride, 64-bit) and row bounds are such ops:
+  /// cloned for every iteration ahead, they were 24 IMAD.WIDE and 25 IMAD
+  /// of the persistent matmul's K loop (205 SASS instructions at 128x256x64;
+  /// the tutorial's pointer loop has 109). A thin result holds a register
+  /// or two a thread across the loop, as the tutorial's carried pointers
+  /// do; a full tile would hold one an element, so those stay. The values
+  /// the loop then reads from before it must fit kHoistBudget registers a
+  /// thread, or nothing moves: a block pointer with a runtime last stride
+  /// has an address an element, 32 rows a thread at 128x128x64 (4 warps),
+  /// and moving its row offsets spilled 960 bytes.
+  /// TRITIUM_DISABLE_PASSES=hoist-slice leaves the slice whole.
+  int64_t hoistInvariantSlice() {
+    Operation *loop = p_.loop;
+    Block *outer = loop->parentBlock();
+    auto pos = outer->find(loop);
+    auto isFree = [](const Operation *op) {
+      switch (op->code()) {
+      case OpCode::MakeRange:
+      case OpCode::ExpandDims:
+      case OpCode::Splat:
+      case OpCode::Broadcast:
+      case OpCode::Reshape:
+      case OpCode::Constant:
+        return true;
+      default:
+        return false;
+      }
+    };
+    // The ops that move (chosen below, in program order), and whether `v`
+    // can be had before the loop: defined there or by a chosen op, or a
+    // free op of the body whose operands can.
+    std::set<Operation *> chosen;
+    std::function<bool(Value *)> available = [&](Value *v) {
+      if (!definedInside(loop, v))
+        return true;
+      Operation *def = v->definingOp();
+      if (def && chosen.count(def))
+        return true;
+      if (!def || def->parentBlock() != &body_ || !isFree(def) ||
+          def->numRegions() != 0)
+        return false;
+      for (Value *o : def->operands())
+        if (!available(o))
+          return false;
+      return true;
+    };
+    std::map<Value *, Value *> outside; // a free body value -> its clone
+    std::function<Value *(Value *)> before = [&](Value *v) -> Value * {
+      if (!definedInside(loop, v))
+        return v;
+      auto it = outside.find(v);
+      if (it != outside.end())
+        return it->second;
+      Operation *def = v->definingOp();
+      std::map<Value *, Value *> map;
+      for (Value *o : def->operands())
+        map[o] = before(o);
+      Operation *c = outer->insert(pos, def->clone(map));
+      return outside[v] = c->result(0);
+    };
+    std::vector<Operation *> order;
+    for (auto &op : body_.ops())
+      if (p_.slice.count(op.get()))
+        order.push_back(op.get());
+    // Which ops move: in program order, so an op reading one that moves
+    // may move too (`available` sees the ops chosen so far as outside).
+    for (Operation *op : order) {
+      if (isFree(op) || op->numResults() != 1)
+        continue;
+      const Type *t = op->result(0)->type();
+      if (t->isTensor()) {
+        int wide = 0;
+        for (int64_t d : t->shape())
+          wide += d > 1;
+        if (wide > 1 || !layoutOf(t))
+          continue;
+      }
+      bool invariant = true;
+      for (Value *v : op->operands())
+        invariant = invariant && available(v);
+      if (invariant)
+        chosen.insert(op);
+    }
+    if (chosen.empty())
+      return 0;
+    // Their cost: the registers a thread holds across the loop, for each
+    // chosen value that an op left in the loop reads.
+    std::set<Operation *> readInLoop;
+    for (auto &top : body_.ops())
+      top->walk([&](Operation *u) {
+        if (chosen.count(u))
+          return;
+        for (Value *v : u->operands())
+          if (Operation *def = v->definingOp(); def && chosen.count(def))
+            readInLoop.insert(def);
+      });
+    int64_t cost = 0;
+    for (Operation *op : readInLoop) {
+      const Type *t = op->result(0)->type();
+      const Type *e = t->isTensor() ? t->element() : t;
+      int64_t words = e->isPointer() || bitWidth(e->dtype()) > 32 ? 2 : 1;
+      // Distinct elements a thread holds: a register basis that maps to no
+      // element repeats one (a thin tensor in its full tile's layout).
+      int64_t regs = 1;
+      if (t->isTensor())
+        for (const Basis &b : linearOf(t).reg())
+          if (std::any_of(b.begin(), b.end(), [](int64_t x) { return x != 0; }))
+            regs *= 2;
+      cost += words * regs;
+    }
+    if (cost > kHoistBudget)
+      return 0;
+    int64_t hoisted = 0;
+    for (Operation *op : order) {
+      if (!chosen.count(op))
+        continue;
+      for (Value *&v : op->operands())
+        v = before(v);
+      outer->insert(pos, op->detach());
+      p_.slice.erase(op);
+      ++hoisted;
+    }
+    return hoisted;
+  }
 
   /// A new loop-carried value starting at `init`; returns its block arg.
   Value *addIter(Value *init) {
@@ -1012,7 +1158,10 @@ int pipelineFunction(Function &f, const PipelineOptions &opts, PassStats &stats,
                               " no longer qualifies after its loads were staged");
       }
     }
-    Pipeliner(f, *plan).run();
+    bool hoist = std::find(opts.skipPasses.begin(), opts.skipPasses.end(), "hoist-slice") ==
+                 opts.skipPasses.end();
+    if (int64_t hoisted = Pipeliner(f, *plan, hoist).run())
+      stats.add("gpu.slice-ops-hoisted", hoisted);
     stats.add("gpu.loops-pipelined");
     stats.add("gpu.loads-pipelined", (int64_t)plan->loads.size());
   }

@@ -19,7 +19,7 @@ HAS_PTXAS = tritium.errors.load_C().ptxas_path() is not None
 def compile_kernel(kern, dtype, target, constexprs, warps, stages, use_cache=False):
     sig = {}
     for p in kern.params:
-        if p.name in constexprs:
+        if p.name in constexprs or p.is_constexpr:  # constexprs not given take their defaults
             continue
         if p.name in ("M", "Delta"):
             sig[p.name] = "*fp32"
@@ -41,12 +41,14 @@ def spills(k):
 @pytest.mark.parametrize("target,dtype,D", [("sm_90a", "fp16", 64), ("sm_90a", "bf16", 64),
                                             ("sm_90a", "fp16", 128), ("sm_80", "fp16", 64)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_backward_kernels_compile(target, dtype, D, causal):
+@pytest.mark.parametrize("transpose_loaded", [False, True])
+def test_backward_kernels_compile(target, dtype, D, causal, transpose_loaded):
     bm1, bn1, bm2, bn2, warps, stages = bwd.DEFAULT_CONFIG if D == 64 else bwd.CONFIG_D128
+    tl_ = dict(CAUSAL=causal, TRANSPOSE_LOADED=transpose_loaded)
     dkdv = compile_kernel(bwd.attn_bwd_dkdv, dtype, target,
-                          dict(HEAD_DIM=D, BLOCK_M=bm1, BLOCK_N=bn1, CAUSAL=causal), warps, stages)
+                          dict(HEAD_DIM=D, BLOCK_M=bm1, BLOCK_N=bn1, **tl_), warps, stages)
     dq = compile_kernel(bwd.attn_bwd_dq, dtype, target,
-                        dict(HEAD_DIM=D, BLOCK_M=bm2, BLOCK_N=bn2, CAUSAL=causal), warps, stages)
+                        dict(HEAD_DIM=D, BLOCK_M=bm2, BLOCK_N=bn2, **tl_), warps, stages)
     pre = compile_kernel(bwd.attn_bwd_preprocess, dtype, target, dict(HEAD_DIM=D, BLOCK_M=64), 4, 3)
     for k in (dkdv, dq):
         ptx = k.asm["ptx"]
@@ -55,6 +57,10 @@ def test_backward_kernels_compile(target, dtype, D, causal):
         else:
             assert "mma.sync.aligned.m16n8k16" in ptx and "wgmma" not in ptx
         assert "cp.async.cg.shared.global" in ptx
+        # Every tile load of the loops is a pipelined copy (the tutorial's form too: a tile
+        # read as loaded and transposed fills one buffer), none a load into registers.
+        gir = k.asm["gir"]
+        assert ("ttg.memdesc_trans" in gir) == transpose_loaded
     if HAS_PTXAS:
         for k in (dkdv, dq, pre):
             assert k.asm["cubin"][:4] == b"\x7fELF"

@@ -355,3 +355,61 @@ def test_one_load_read_as_loaded_and_transposed(target, n_m, block_m, warps, sta
         @ q.astype(np.float32)
     np.testing.assert_allclose(want[0], ref, rtol=0, atol=2e-2 * np.abs(ref).max())
     _close(want, got, 1e-2)
+
+
+def _persistent_module():
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
+    import bench_matmul_persistent  # noqa: PLC0415
+    return bench_matmul_persistent
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shape,cfg", [((200, 136, 160), (64, 64, 32, 4, 3)),
+                                       ((96, 256, 128), (64, 128, 64, 8, 2))])
+def test_persistent_descriptor_matmul(target, shape, cfg):
+    # The persistent TensorDescriptor matmul (bench_matmul_persistent.py's source): descriptor
+    # loads with every dim bounds-checked, B given N x K and transposed in the kernel, a tile loop
+    # around the K loop. Its row pointers and bounds are computed once per tile (before the
+    # pipelined K loop), its columns per iteration.
+    bm = _persistent_module()
+    kernel, Desc = bm.build("tritium")
+    M, N, K = shape
+    BM, BN, BK, W, S = cfg
+    rng = np.random.default_rng(M + N + K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    bt = rng.standard_normal((N, K)).astype(np.float16)
+    tiles = -(-M // BM) * -(-N // BN)
+    programs = max(1, tiles // 2)  # several tiles per program
+
+    def run(module=None):
+        c = np.full((M, N), np.nan, np.float16)
+        args = [Desc(a, [M, K], [K, 1], [BM, BK]), Desc(bt, [N, K], [K, 1], [BN, BK]),
+                Desc(c, [M, N], [N, 1], [BM, BN]), M, N, K]
+        cx = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=2, NUM_SMS=programs)
+        if module is None:
+            kernel[(programs,)](*args, **cx)
+            return c, args, cx
+        tk = next(iter(kernel.cache.values()))
+        gk = copy.copy(tk)
+        gk.module = C.parse_module(module, "<gir>")
+        # The tile kernel takes the specialisation's runtime values (descriptors flattened).
+        _, _, runtime = kernel.specialize(kernel._bind(tuple(args), cx))
+        gk[(programs,)](*runtime)
+        return c, args, cx
+    kernel.cache.clear()
+    want, args, cx = run()
+    from tritium.compiler import compiler as _compiler  # noqa: PLC0415
+    key, params, _ = kernel.specialize(kernel._bind(tuple(args), cx))
+    ck = _compiler.compile_gpu(kernel, params, key, num_warps=W, num_stages=S, target=target,
+                               use_cache=False, bounds_check=False)
+    gir = ck.asm["gir"]
+    inner = gir[gir.index("scf.for", gir.index("scf.for") + 1):]
+    assert "ttg.memdesc_trans" in inner
+    # Nothing in the K loop multiplies a 64-bit row offset: hoisted to the tile loop.
+    k_loop = inner[:inner.index("scf.yield")]
+    assert "arith.muli" not in k_loop or "xi64" not in "".join(
+        line for line in k_loop.splitlines() if "arith.muli" in line), k_loop
+    got, _, _ = run(gir)
+    np.testing.assert_allclose(want.astype(np.float32), a.astype(np.float32) @
+                               bt.astype(np.float32).T, rtol=2e-2, atol=5e-2)
+    _close([want], [got], 1e-2)

@@ -620,7 +620,8 @@ void scaleByShift(Emitter &e, const std::string &r, int64_t eb) {
 /// `ptrs += BLOCK_K * stride`) is scaled once, not once per pointer.
 std::string scaledOffset(Emitter &e, const Type *ptrElem, const Type *offElem,
                          const std::string &off,
-                         std::map<std::string, std::string> &cache) {
+                         std::map<std::string, std::string> &cache,
+                         bool shared = false) {
   std::string &cached = cache[off];
   if (!cached.empty())
     return cached;
@@ -651,6 +652,15 @@ std::string scaledOffset(Emitter &e, const Type *ptrElem, const Type *offElem,
             ", " + o + ", " + std::to_string(eb));
   } else if (eb == 1) {
     scaled = o;
+  } else if (shared) {
+    // A 64-bit offset several pointers add (a descriptor's column offsets,
+    // broadcast over its rows): a shift, which ptxas leaves as one value
+    // for every add (IADD3 + IADD3.X each). A multiply it folds into each
+    // add instead, an IMAD.WIDE per pointer plus the moves that keep the
+    // pointer it overwrites: 12 IMAD.WIDE and 34 moves in the persistent
+    // descriptor matmul's K loop at 128x256x64 (sm_90a, ptxas 13.0).
+    e.ins("mov.b64 " + scaled + ", " + o);
+    scaleByShift(e, scaled, eb);
   } else {
     e.ins("mul.lo.s64 " + scaled + ", " + o + ", " + std::to_string(eb));
   }
@@ -799,7 +809,7 @@ void emitAddPtr(Emitter &e, Operation &op) {
     } else {
       d = e.reg(RC::B64);
       e.ins("add.s64 " + d + ", " + pr[i] + ", " +
-            scaledOffset(e, pe, oe, orr[i], scaled));
+            scaledOffset(e, pe, oe, orr[i], scaled, uses[orr[i]] > 1));
     }
     seen.emplace(key, d);
     out.push_back(d);

@@ -102,12 +102,15 @@ def _base_pointer(base, what):
     return base
 
 
-def _pointers_and_mask(base, shape, strides, offsets, block_shape, checked):
+def _pointers_and_mask(base, shape, strides, offsets, block_shape, checked, per_dim=False):
     """The pointer tensor and the mask (None when nothing is checked) of a
-    block at `offsets` (see the module doc)."""
+    block at `offsets` (see the module doc). per_dim: advance the pointer one
+    dim at a time (a descriptor's: its last stride is 1) instead of adding
+    the sum of every dim's offsets."""
     b = _builder()
     rank = len(block_shape)
-    ptr_offsets = None
+    ptrs = base.handle
+    total = None
     mask = None
     for d in range(rank):
         idx = b.binary("add", b.arange(0, block_shape[d]), offsets[d].handle)
@@ -116,12 +119,22 @@ def _pointers_and_mask(base, shape, strides, offsets, block_shape, checked):
         for k in range(d + 1, rank):
             idx = b.expand_dims(idx, k)
         term = b.binary("mul", b.cast(idx, "i64", False), strides[d].handle)
-        ptr_offsets = term if ptr_offsets is None else b.binary("add", ptr_offsets, term)
+        if per_dim:
+            # base + rows * stride is then a thin tensor that a K loop's pipeliner computes
+            # once (lib/gpu/pipeline_loops.cpp), and each iteration adds its contiguous
+            # columns; the sum of every dim's offsets is a full tile computed each
+            # iteration. Not for block pointers, whose last stride may be a runtime value:
+            # with an address per element, the per-dim form holds more registers (the
+            # tutorial's block-pointer matmul at 128x128x64 spilled 660 bytes).
+            ptrs = b.binary("add", ptrs, term)
+        else:
+            total = term if total is None else b.binary("add", total, term)
         if d in checked:
             inside = b.binary("logical_and", b.binary("ge", idx, 0),
                               b.binary("lt", idx, shape[d].handle))
             mask = inside if mask is None else b.binary("logical_and", mask, inside)
-    ptrs = b.binary("add", base.handle, ptr_offsets)
+    if total is not None:
+        ptrs = b.binary("add", ptrs, total)
     if mask is not None:
         mask = b.broadcast_to(mask, list(block_shape))
     return ptrs, mask
@@ -383,7 +396,7 @@ class tensor_descriptor(_Aggregate):
                              f"descriptor's rank), got {len(offs)}")
         offs = [_scalar(o, "i32", f"{what}'s offsets[{i}]") for i, o in enumerate(offs)]
         return _pointers_and_mask(self.base, self._shape, self._strides, offs,
-                                  self._block_shape, tuple(range(len(offs))))
+                                  self._block_shape, tuple(range(len(offs))), per_dim=True)
 
     def load(self, offsets):
         ptrs, mask = self._access(offsets, "desc.load")
