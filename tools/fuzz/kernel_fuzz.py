@@ -227,7 +227,18 @@ class Gen:
                                                 else "float32")
                 lines.append(f"    u = tl.load({p}_ptr + rows + i, mask=rows + i < n, "
                              f"other=0).to({D})")
-                upd = f"tl.dot(w.to(tl.{t}), {self.var()}.to(tl.{t})).to({D}) * u[:, None]"
+                # The tile as the dot's A, transposed as its B (the pipeliner copies it as
+                # loaded and reads it through a transposed view), or both from one load.
+                x = self.var()
+                form = str(r.choice(["a", "b_t", "both"]))
+                dots = []
+                if form in ("a", "both"):
+                    dots.append(f"tl.dot(w.to(tl.{t}), {x}.to(tl.{t}))")
+                if form in ("b_t", "both"):
+                    dots.append(f"tl.dot({x}.to(tl.{t}), tl.trans(w.to(tl.{t})))")
+                # (a difference: accelerate-matmul folds `x + dot` into the dot's accumulator,
+                # which reassociates a float sum by design)
+                upd = f"({' - '.join(dots)}).to({D}) * u[:, None]"
             elif self.two_d:
                 axis = int(r.integers(0, 2))
                 idx = "[:, None]" if axis == 1 else "[None, :]"
