@@ -323,6 +323,15 @@ private:
             rewriteBlocks(op->region(i));
       } else if (op->hasTrait(PURE)) {
         rewriteOp(block, it);
+      } else if (op->code() == OpCode::Load && op->numOperands() > 1) {
+        // A mask that is all true (e.g. after --split-masked-loops) masks
+        // nothing: the load keeps its pointers alone (no `other` either).
+        auto m = getConstant(op->operand(1));
+        if (m && (m->bits & 1)) {
+          op->operands().resize(1);
+          stats_.add("canonicalize.simplified");
+          changed_ = true;
+        }
       }
       it = next;
     }

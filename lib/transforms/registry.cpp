@@ -24,6 +24,10 @@ const PassTable &tilePasses() {
        "(tile IR; versioned on store/load disjointness), a dot loop's vectors "
        "(GPU IR)",
        prefetchLoads},
+      {"split-masked-loops",
+       "Run the prefix of a dot loop's iterations where its tl.where masks are all true "
+       "as a loop of its own, without them",
+       splitMaskedLoops},
       {"widen-offsets",
        "Compute offsets into tensors of 2^31+ elements (tt.int64_offsets) in i64",
        widenOffsets},

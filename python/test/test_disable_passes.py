@@ -2,7 +2,9 @@
 workaround for a pass that miscompiles, and a way to measure what a pass gains). Compiled
 without a GPU: each optional pass left out in turn, for sm_90a and sm_80, on kernels that
 exercise it (the attention backward's dK/dV loop: a dot loop with vector loads, which the
-pipeliner stages; a reducing row loop, which prefetch-loads carries a row ahead); the GPU IR shows the pass's work gone and ptxas assembles the PTX. A name the compile
+pipeliner stages; a reducing row loop, which prefetch-loads carries a row ahead; a K loop over
+tensor descriptors with a masked result: invariant row offsets, a mask true on a prefix); the GPU
+IR shows the pass's work gone and ptxas assembles the PTX. A name the compile
 cannot leave out is a clear error, and the setting is part of the cache key."""
 
 import pytest
@@ -13,7 +15,7 @@ import _attention_bwd_kernels as bwd
 from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
-            "stage-vectors", "fuse-multiply-add"]
+            "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add"]
 
 
 @tritium.jit
@@ -31,6 +33,37 @@ def _dkdv(target):
                           dict(HEAD_DIM=64, BLOCK_M=64, BLOCK_N=128, CAUSAL=False), 8, 2)
 
 
+@tritium.jit
+def _desc_dot(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+              BK: tl.constexpr):
+    """A K loop over in-kernel tensor descriptors (row pointers invariant, columns not), whose
+    scores are masked past N as attention masks its keys."""
+    a_d = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_d = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        s = tl.dot(a_d.load([0, k]), b_d.load([0, k]).T)
+        cols = k + tl.arange(0, BN)
+        acc += tl.where(cols[None, :] < N, s, 0.0)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
+
+
+def _desc(target):
+    return tritium.compile(_desc_dot, signature={"a_ptr": "*fp16", "b_ptr": "*fp16",
+                                                 "c_ptr": "*fp32", "M": "i32", "N": "i32",
+                                                 "K": "i32"},
+                           constexprs={"BM": 64, "BN": 64, "BK": 64}, target=target,
+                           num_warps=4, num_stages=3, use_cache=False,
+                           divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+
+
+def _no_row_offsets_in_loop(gir):
+    """No 64-bit multiply in the first loop's body (the descriptors' row offsets, hoisted)."""
+    body = gir[gir.index("scf.for"):]
+    body = body[:body.index("scf.yield")]
+    return not [line for line in body.splitlines() if "arith.muli" in line and "xi64" in line]
+
+
 def _rows(target):
     return tritium.compile(_row_norms, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
                                                   "rows": "i32", "n": "i32"},
@@ -43,24 +76,28 @@ SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
          "pipeline": (_dkdv, "ttg.async_copy_global_to_local"),
          # The pipeliner's step 0: M and Delta through shared memory, two buffers each.
          "stage-vectors": (_dkdv, "memdesc<2x64xf32"),
-         "fuse-multiply-add": (_rows, "math.fma")}
+         "fuse-multiply-add": (_rows, "math.fma"),
+         # The descriptors' 64-bit row offsets computed once, before the K loop.
+         "hoist-slice": (_desc, _no_row_offsets_in_loop),
+         "split-masked-loops": (_desc, lambda gir: "%split" in gir)}
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("name", OPTIONAL)
 def test_each_optional_pass_can_be_left_out(name, target, monkeypatch):
     monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
-    with_pass = {f: f(target) for f in (_dkdv, _rows)}
+    with_pass = {f: f(target) for f in (_dkdv, _rows, _desc)}
     monkeypatch.setenv("TRITIUM_DISABLE_PASSES", name)
-    without = {f: f(target) for f in (_dkdv, _rows)}
+    without = {f: f(target) for f in (_dkdv, _rows, _desc)}
     for f, k in without.items():
         assert k.asm["gir"] != "" and k.asm["ptx"] != ""
         if HAS_PTXAS:
             assert k.asm.get("cubin"), f"{name} left out, {f.__name__}: no cubin"
     if name in SIGNS:
         f, sign = SIGNS[name]
-        assert sign in with_pass[f].asm["gir"]
-        assert sign not in without[f].asm["gir"]
+        shows = sign if callable(sign) else (lambda gir: sign in gir)
+        assert shows(with_pass[f].asm["gir"])
+        assert not shows(without[f].asm["gir"])
     else:
         # Layout passes: the same kernel, at most other layouts and more conversions.
         assert without[_dkdv].asm["gir"].count("ttg.convert_layout") >= \

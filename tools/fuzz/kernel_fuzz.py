@@ -60,6 +60,8 @@ def pipelines():
     # prefetch-loads (run by the GPU compile, not the tile pipeline): the loads of a reducing
     # loop one iteration ahead must not change a bit of the result.
     stages.append(("single pass prefetch-loads", ["prefetch-loads"]))
+    stages.append(("whole pipeline + split-masked-loops",
+                   pipe + ["split-masked-loops", "canonicalize", "cse", "dce"]))
     stages.append(("whole pipeline + prefetch-loads", pipe + ["prefetch-loads"]))
     # ...and on the GPU IR, where it takes loops with a dot (the executor runs laid-out IR).
     layouts = ["convert-to-gpu", "remove-layout-conversions", "accelerate-matmul",
@@ -72,7 +74,9 @@ def pipelines():
     # The GPU compile's whole order (lib/target/nvidia/pipeline.cpp) but fuse-multiply-add, which
     # rounds once where the program rounds twice: shared memory allocated, barriers inserted.
     stages.append(("GPU compile order",
-                   list(_C.default_pipeline()) + ["prefetch-loads"] + layouts +
+                   list(_C.default_pipeline()) +
+                   ["split-masked-loops", "canonicalize", "cse", "dce", "prefetch-loads"] +
+                   layouts +
                    ["pipeline", "prefetch-loads", "allocate-shared-memory", "insert-barriers"]))
     return stages
 
@@ -238,7 +242,17 @@ class Gen:
                     dots.append(f"tl.dot({x}.to(tl.{t}), tl.trans(w.to(tl.{t})))")
                 # (a difference: accelerate-matmul folds `x + dot` into the dot's accumulator,
                 # which reassociates a float sum by design)
-                upd = f"({' - '.join(dots)}).to({D}) * u[:, None]"
+                upd = f"({' - '.join(dots)})"
+                if r.random() < 0.5:
+                    # Attention's masks: the key columns i + cols against a bound, and
+                    # (causal) against the rows: true on a prefix of the iterations, which
+                    # --split-masked-loops runs as a loop without them.
+                    keep = str(r.choice([f"(i + cols)[None, :] < s",
+                                         f"rows[:, None] >= (i + cols)[None, :]",
+                                         f"((i + cols)[None, :] < n) & "
+                                         f"(rows[:, None] >= (i + cols)[None, :])"]))
+                    upd = f"tl.where({keep}, {upd}, 0)"
+                upd = f"{upd}.to({D}) * u[:, None]"
             elif self.two_d:
                 axis = int(r.integers(0, 2))
                 idx = "[:, None]" if axis == 1 else "[None, :]"

@@ -56,6 +56,9 @@ void licmScalars(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// runtime check that no store can write what a prefetched load reads. Run
 /// by the GPU compile before convert-to-gpu (it needs num_warps). Counters: prefetch-loads.loops, .loads, .versioned.
 void prefetchLoads(Module &m, const PipelineOptions &opts, PassStats &stats);
+/// --split-masked-loops (split_masked_loops.cpp): a dot loop masking with a
+/// condition true on a prefix of its iterations runs the prefix unmasked.
+void splitMaskedLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// `--widen-offsets`: for pointers derived from an argument marked
 /// `tt.int64_offsets = true` (a tensor of 2^31 elements or more), rebuilds

@@ -68,7 +68,7 @@ void checkOptions(const PipelineOptions &opts) {
   static const char *const kOptional[] = {"prefetch-loads", "remove-layout-conversions",
                                           "propagate-layouts", "pipeline",
                                           "stage-vectors", "hoist-slice",
-                                          "fuse-multiply-add"};
+                                          "split-masked-loops", "fuse-multiply-add"};
   for (const std::string &name : opts.skipPasses) {
     if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
       continue;
@@ -159,6 +159,20 @@ void compileKernel(const Module &m, const std::string &kernel,
   if (input != PipelineInput::GPUIR) {
     // The options' warps, whatever the frontend left in the attribute.
     f.attrs()["num_warps"] = int64_t(opts.numWarps);
+    // A dot loop whose tl.where masks are all true on a prefix of its
+    // iterations (attention's ragged end and causal diagonal) runs that
+    // prefix as a loop without them; canonicalize folds the selects and the
+    // all-true load masks.
+    // (Only where a loop was split: the emitter's tests compile tile IR
+    // as written.)
+    auto splits = [&] {
+      auto it = r.stats.counters.find("split-masked-loops.split");
+      return it == r.stats.counters.end() ? int64_t(0) : it->second;
+    };
+    int64_t splitBefore = splits();
+    runPasses(*gm, {"split-masked-loops"}, r.stats, opts, tilePasses());
+    if (splits() != splitBefore)
+      runPasses(*gm, {"canonicalize", "cse", "dce"}, r.stats, opts, tilePasses());
     // A reducing loop's loads one iteration ahead (a tile pass, run here
     // because its register budget needs num_warps, and the CPU executor,
     // which runs the tile IR, has no latency to hide).
