@@ -1012,6 +1012,8 @@ def run_impl(impl, args):
             print(f"  [{impl}] {r['op']:28s} {r['dtype']:5s} ok={r['ok']!s:5s} "
                   f"ms={r['ms'] if r['ms'] is None else round(r['ms'], 3)!s:8s} "
                   f"{(r['error'] or '')[:100]}", flush=True)
+            for e in r.get("ptx_errors") or []:  # --ptx-check: kernels that did not compile
+                print(f"      ptx-check: {e[:200]}", flush=True)
         rc = p.wait()
         if rc == 0 and why is None:
             break
