@@ -884,8 +884,9 @@ def _ptx_check_hook(target):
                 comp.compile_gpu(self, J._params(spec), key, num_warps=nw, num_stages=ns,
                                  target=target)
         except Exception as e:  # noqa: BLE001
-            first = (str(e).strip().splitlines() or [""])[0]
-            PTX_ERRORS.append(f"{self.fn.__name__}: {type(e).__name__}: {first}")
+            # A located error's last line says why (the first says where).
+            lines = str(e).strip().splitlines() or [""]
+            PTX_ERRORS.append(f"{self.fn.__name__}: {type(e).__name__}: {lines[-1].strip()}")
         return orig(self, *a, grid=grid, warmup=warmup, **kw)
 
     J.JITFunction.run = run
