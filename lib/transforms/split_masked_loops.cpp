@@ -42,6 +42,7 @@
 // 618 instructions an iteration in the unmasked loop instead of 743; d128
 // 128x64 on 4 warps, 128 a thread, spilled 232 bytes instead of 84, with
 // 75 local-memory accesses an iteration instead of 17, so it stays whole).
+#include "tritium/transforms/fold.h"
 #include "tritium/transforms/passes.h"
 #include "tritium/transforms/rewrite.h"
 
@@ -53,16 +54,12 @@
 namespace tritium {
 namespace {
 
-std::optional<int64_t> intConstantOf(Value *v) {
-  Operation *def = v->definingOp();
-  if (!def || def->code() != OpCode::Constant)
+/// An integer constant (a scalar or a splat tensor) as a number.
+std::optional<int64_t> intConstantOf(const Value *v) {
+  auto c = getConstant(v);
+  if (!c || c->isFloat())
     return std::nullopt;
-  auto it = def->attrs().find("value");
-  if (it == def->attrs().end())
-    return std::nullopt;
-  if (const int64_t *i = std::get_if<int64_t>(&it->second))
-    return *i;
-  return std::nullopt;
+  return c->asInt();
 }
 
 /// The values of a tensor (or scalar) as base + [lo, hi]: base a scalar
@@ -207,7 +204,7 @@ int64_t carriedPerThread(Operation *loop, int64_t threads) {
 }
 
 /// Splits `loop` if it qualifies; true when it did.
-bool splitLoop(Function &f, Operation *loop, int64_t threads) {
+bool splitLoop(Operation *loop, int64_t threads) {
   const Type *ivType = loop->operand(0)->type();
   if (!ivType->isScalar() || ivType->dtype() != DType::I32 || !hasDot(loop))
     return false;
@@ -302,7 +299,7 @@ void splitMaskedLoops(Module &m, const PipelineOptions &opts, PassStats &stats) 
     });
     int64_t split = 0;
     for (Operation *loop : loops)
-      split += splitLoop(*f, loop, warps * 32);
+      split += splitLoop(loop, warps * 32);
     if (split) {
       eraseDeadPureOps(*f);
       stats.add("split-masked-loops.split", split);

@@ -84,3 +84,43 @@ def batched_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, B: tl.constexpr, M: tl.
     l = tl.sum(p, axis=2)
     o = tl.dot(p.to(tl.float16), v) / l[:, :, None]
     tl.store(o_ptr + rb * M * D + rm * D + rdc, o)
+
+
+@triton.jit
+def matmul_bt_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr, TRANS_FN: tl.constexpr = False):
+    """C = A @ B.T with B given N x K (K contiguous): the form of attention's Q @ K^T and of
+    TensorDescriptor matmuls. In the K loop B's tile is transposed after its load (`b.T`, or
+    `tl.trans(b)` with TRANS_FN), which the pipeliner copies as loaded and reads through a
+    transposed view."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :],
+                    mask=(offs_m[:, None] < M) & ((k + offs_k)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + offs_n[:, None] * K + (k + offs_k)[None, :],
+                    mask=(offs_n[:, None] < N) & ((k + offs_k)[None, :] < K), other=0.0)
+        acc = tl.dot(a, tl.trans(b) if TRANS_FN else b.T, acc)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def dk_like_kernel(k_ptr, q_ptr, dk_ptr, N_M, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
+                   D: tl.constexpr):
+    """dK = sum over query blocks of (K Q_b^T) Q_b, each Q^T block loaded once and read both as
+    loaded (S^T = K Q^T) and through tl.trans (dK += S^T Q): the attention backward's qT as
+    Triton's tutorial writes it."""
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :])
+    dk = tl.zeros((BLOCK_N, D), dtype=tl.float32)
+    for start in range(0, N_M, BLOCK_M):
+        offs_m = start + tl.arange(0, BLOCK_M)
+        qt = tl.load(q_ptr + offs_m[None, :] * D + offs_d[:, None], mask=offs_m[None, :] < N_M,
+                     other=0.0)
+        st = tl.dot(k, qt)
+        dk = tl.dot(st.to(k.dtype), tl.trans(qt), dk)
+    tl.store(dk_ptr + offs_n[:, None] * D + offs_d[None, :], dk)

@@ -245,25 +245,6 @@ def test_trans_operand():
     assert rel_err(c, a.float() @ b.float().T) < 1e-5
 
 
-@triton.jit
-def matmul_bt_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
-    """C = A @ B.T, B given N x K: in the K loop, B's tile is transposed after its load (the
-    pipeliner copies it as loaded and the dot reads it through a transposed view)."""
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, K, BLOCK_K):
-        a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :],
-                    mask=(offs_m[:, None] < M) & ((k + offs_k)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + offs_n[:, None] * K + (k + offs_k)[None, :],
-                    mask=(offs_n[:, None] < N) & ((k + offs_k)[None, :] < K), other=0.0)
-        acc = tl.dot(a, b.T, acc)
-    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-
-
 @pytest.mark.parametrize("target", ["sm_90a", "sm_90"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("M,N,K,BM,BN,BK,warps,stages", [(300, 200, 136, 64, 64, 32, 4, 3),
@@ -275,27 +256,9 @@ def test_matmul_transposed_operand_in_loop(monkeypatch, target, dtype, M, N, K, 
     monkeypatch.setenv("TRITIUM_TARGET", target)
     a, b = rand((M, K), dtype), rand((N, K), dtype)
     c = poisoned((M, N), dtype)
-    matmul_bt_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](
+    _dot_kernels.matmul_bt_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](
         a, b, c, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, num_warps=warps, num_stages=stages)
     assert rel_err(c.float(), a.float() @ b.float().T) < 1e-2
-
-
-@triton.jit
-def dk_like_kernel(k_ptr, q_ptr, dk_ptr, N_M, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
-                   D: tl.constexpr):
-    """dK = sum over query blocks of (K Q_b^T) Q_b with each Q^T block loaded once and read both
-    as loaded and through tl.trans (the attention backward's qT, as the tutorial writes it)."""
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, D)
-    k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :])
-    dk = tl.zeros((BLOCK_N, D), dtype=tl.float32)
-    for start in range(0, N_M, BLOCK_M):
-        offs_m = start + tl.arange(0, BLOCK_M)
-        qt = tl.load(q_ptr + offs_m[None, :] * D + offs_d[:, None], mask=offs_m[None, :] < N_M,
-                     other=0.0)
-        st = tl.dot(k, qt)
-        dk = tl.dot(st.to(k.dtype), tl.trans(qt), dk)
-    tl.store(dk_ptr + offs_n[:, None] * D + offs_d[None, :], dk)
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_90"])
@@ -306,8 +269,8 @@ def test_one_load_read_as_loaded_and_transposed(monkeypatch, target, D, BN, BM, 
     n_m = 1000
     k, q = rand((BN, D), torch.float16) / 4, rand((n_m, D), torch.float16) / 4
     dk = poisoned((BN, D), torch.float32)
-    dk_like_kernel[(1,)](k, q, dk, n_m, BLOCK_N=BN, BLOCK_M=BM, D=D, num_warps=warps,
-                         num_stages=stages)
+    _dot_kernels.dk_like_kernel[(1,)](k, q, dk, n_m, BLOCK_N=BN, BLOCK_M=BM, D=D,
+                                      num_warps=warps, num_stages=stages)
     ref = (k.float() @ q.float().T).half().float() @ q.float()
     assert rel_err(dk, ref) < 1e-2
 

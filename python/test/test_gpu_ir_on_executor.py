@@ -17,6 +17,7 @@ import pytest
 
 from tritium.errors import load_C
 import tritium
+import _dot_kernels
 
 C = load_C()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -266,28 +267,6 @@ def test_dropout_is_bit_exact(target):
     np.testing.assert_array_equal(got[0], want[0])
 
 
-@tritium.jit
-def _matmul_bt_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tritium.language.constexpr,
-                      BLOCK_N: tritium.language.constexpr, BLOCK_K: tritium.language.constexpr,
-                      TRANS_FN: tritium.language.constexpr):
-    """C = A @ B.T with B given N x K (K contiguous): the form of attention's Q @ K^T and of
-    TensorDescriptor matmuls."""
-    tl = tritium.language
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, K, BLOCK_K):
-        a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :],
-                    mask=(offs_m[:, None] < M) & ((k + offs_k)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + offs_n[:, None] * K + (k + offs_k)[None, :],
-                    mask=(offs_n[:, None] < N) & ((k + offs_k)[None, :] < K), other=0.0)
-        acc = tl.dot(a, tl.trans(b) if TRANS_FN else b.T, acc)
-    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.float16),
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-
-
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("shape,block,warps,stages,trans_fn", [
     ((100, 72, 200), (64, 64, 32), 4, 3, True),
@@ -305,7 +284,7 @@ def test_matmul_transposed_operand(target, shape, block, warps, stages, trans_fn
 
     def args():
         return [a, b, np.full((M, N), np.nan, np.float16), M, N, K]
-    want, got, gir = _both(_matmul_bt_kernel, (-(-M // BM), -(-N // BN)), args, [2],
+    want, got, gir = _both(_dot_kernels.matmul_bt_kernel, (-(-M // BM), -(-N // BN)), args, [2],
                            dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, TRANS_FN=trans_fn),
                            {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16"}, target, warps,
                            stages, divisible=["a_ptr", "b_ptr", "c_ptr"])
@@ -319,26 +298,6 @@ def test_matmul_transposed_operand(target, shape, block, warps, stages, trans_fn
     _close(want, got, 1e-2)
 
 
-@tritium.jit
-def _dk_like_kernel(k_ptr, q_ptr, dk_ptr, N_M, BLOCK_N: tritium.language.constexpr,
-                    BLOCK_M: tritium.language.constexpr, D: tritium.language.constexpr):
-    """dK = sum over query blocks of (K Q_b^T) Q_b, each Q block loaded once, transposed, and used
-    both as loaded (S^T = K Q^T) and transposed back (dK += S^T Q): the attention backward's
-    qT, in the form of Triton's tutorial."""
-    tl = tritium.language
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, D)
-    k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :])
-    dk = tl.zeros((BLOCK_N, D), dtype=tl.float32)
-    for start in range(0, N_M, BLOCK_M):
-        offs_m = start + tl.arange(0, BLOCK_M)
-        qt = tl.load(q_ptr + offs_m[None, :] * D + offs_d[:, None], mask=offs_m[None, :] < N_M,
-                     other=0.0)
-        st = tl.dot(k, qt)
-        dk = tl.dot(st.to(tl.float16), tl.trans(qt), dk)
-    tl.store(dk_ptr + offs_n[:, None] * D + offs_d[None, :], dk)
-
-
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("n_m,block_m,warps,stages", [(200, 64, 4, 3), (64, 32, 4, 2)])
 def test_one_load_read_as_loaded_and_transposed(target, n_m, block_m, warps, stages):
@@ -349,7 +308,7 @@ def test_one_load_read_as_loaded_and_transposed(target, n_m, block_m, warps, sta
 
     def args():
         return [k, q, np.full((BN, D), np.nan, np.float32), n_m]
-    want, got, gir = _both(_dk_like_kernel, (1,), args, [2],
+    want, got, gir = _both(_dot_kernels.dk_like_kernel, (1,), args, [2],
                            dict(BLOCK_N=BN, BLOCK_M=block_m, D=D),
                            {"k_ptr": "*fp16", "q_ptr": "*fp16", "dk_ptr": "*fp32"}, target, warps,
                            stages, divisible=["k_ptr", "q_ptr", "dk_ptr"])
