@@ -91,6 +91,9 @@ struct CompiledKernel {
   std::vector<MemoryAccess> accesses;
   /// Every shared-memory buffer, in program order of its owner.
   std::vector<SharedAllocation> sharedAllocations;
+  /// The TMA tensor maps the launcher encodes and passes after `params`
+  /// (before any hiddenParams), one `.param .align 64 .b8 [128]` each.
+  std::vector<TensorMapSpec> tensorMaps;
 };
 
 /// compileKernel(m, kernel, opts).kernel (tritium/target/nvidia/
