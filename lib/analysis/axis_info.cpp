@@ -148,6 +148,7 @@ OpSupport axisInfoSupport(OpCode c) {
   case OpCode::GetProgramId:
   case OpCode::GetNumPrograms:
   case OpCode::Load:
+  case OpCode::DescriptorLoad:
   case OpCode::Store:
   case OpCode::AtomicRMW:
   case OpCode::AtomicCAS:

@@ -344,6 +344,24 @@ void bindBuilder(py::module_ &m) {
 
       // ---- memory --------------------------------------------------------
       .def(
+          "descriptor_load",
+          [](py::object s, py::handle base, py::list shape, py::list strides, py::list offsets,
+             std::vector<int64_t> blockShape, const std::string &padding) {
+            Builder &bd = self(s);
+            auto values = [&](py::list l, const char *what) {
+              std::vector<Value *> out;
+              for (py::handle h : l)
+                out.push_back(valueArg(bd, h, what));
+              return out;
+            };
+            return wrapRef(bd.descriptorLoad(valueArg(bd, base, "base"), values(shape, "shape"),
+                                             values(strides, "strides"),
+                                             values(offsets, "offsets"), blockShape, padding),
+                           s);
+          },
+          py::arg("base"), py::arg("shape"), py::arg("strides"), py::arg("offsets"),
+          py::arg("block_shape"), py::arg("padding"))
+      .def(
           "load",
           [](py::object s, py::handle ptr, py::handle mask, py::handle other,
              const std::string &cache, const std::string &eviction,

@@ -59,6 +59,10 @@ py::dict resultDict(const CompileJob &job, const CompileResult &r) {
   out["loop_loads"] = r.loopLoads;
   out["target"] = r.target;
   out["params"] = paramList(ck.params);
+  py::list maps; // the launcher encodes each from the arguments (TensorMapSpec)
+  for (const TensorMapSpec &s : ck.tensorMaps)
+    maps.append(py::cast(s.flatten()));
+  out["tensor_maps"] = maps;
   if (job.opts.boundsCheck) {
     py::list sites;
     for (const AccessSite &s : ck.accessSites)

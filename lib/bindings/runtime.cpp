@@ -9,6 +9,7 @@
 #include "tritium/target/nvidia/ptx.h"
 
 #include <array>
+#include <optional>
 
 namespace tritium::bindings {
 
@@ -131,6 +132,20 @@ std::vector<KernelParam> toParams(const std::vector<std::pair<std::string, std::
   return out;
 }
 
+// compile's "tensor_maps" (TensorMapSpec::flatten lists) back into specs;
+// ValueError for one that is not.
+std::vector<TensorMapSpec> toTensorMaps(const std::string &kernel,
+                                        const std::vector<std::vector<int64_t>> &flat) {
+  std::vector<TensorMapSpec> out(flat.size());
+  for (size_t i = 0; i < flat.size(); ++i)
+    if (!TensorMapSpec::unflatten(flat[i], out[i]))
+      throw py::value_error("kernel '" + kernel + "': tensor map " + std::to_string(i) +
+                            " is not a flattened TensorMapSpec (" + std::to_string(flat[i].size()) +
+                            " integers; [base, rank, (arg, value) per dim and stride, box..., "
+                            "elem_bytes, data_type, swizzle_bytes, nan_fill])");
+  return out;
+}
+
 } // namespace
 
 runtime::ArgSlot convertLaunchArg(const runtime::GpuKernel &k, size_t i, py::handle h,
@@ -213,14 +228,39 @@ void bindRuntime(py::module_ &m) {
   py::class_<GpuKernel, std::shared_ptr<GpuKernel>>(m, "GpuKernel")
       .def(py::init([](const std::string &name, py::bytes image, bool isCubin,
                        const std::string &target, int numWarps, int sharedBytes,
-                       const std::vector<std::pair<std::string, std::string>> &params) {
-             return std::make_shared<GpuKernel>(name, std::string(image), isCubin, target,
-                                                numWarps, sharedBytes, toParams(params));
+                       const std::vector<std::pair<std::string, std::string>> &params,
+                       const std::vector<std::vector<int64_t>> &tensorMaps,
+                       std::optional<size_t> tensorMapsAt) {
+             auto k = std::make_shared<GpuKernel>(name, std::string(image), isCubin, target,
+                                                  numWarps, sharedBytes, toParams(params));
+             if (!tensorMaps.empty() || tensorMapsAt) {
+               try {
+                 k->setTensorMaps(toTensorMaps(name, tensorMaps),
+                                  tensorMapsAt.value_or(k->params().size()));
+               } catch (const CudaError &e) {
+                 throw py::value_error(e.what()); // a malformed spec: the caller's data
+               }
+             }
+             return k;
            }),
            py::arg("name"), py::arg("image"), py::arg("is_cubin"), py::arg("target"),
            py::arg("num_warps"), py::arg("shared_bytes"), py::arg("params"),
-           "params: [(kind, name)] with kind in ptr i32 i64 u32 u64 fp32 fp64 i1. The "
+           py::arg("tensor_maps") = std::vector<std::vector<int64_t>>{},
+           py::arg("tensor_maps_at") = py::none(),
+           "params: [(kind, name)] with kind in ptr i32 i64 u32 u64 fp32 fp64 i1. "
+           "tensor_maps: the TMA tensor maps every launch encodes from its arguments, each "
+           "a TensorMapSpec's flatten() list (compile's \"tensor_maps\"; ValueError for a "
+           "malformed one), passed after the first tensor_maps_at parameters (default: all "
+           "of them; a bounds-checked kernel's hidden ones come after the maps). The "
            "driver is not touched until load() or launch().")
+      .def_property_readonly("tensor_maps",
+                             [](const GpuKernel &k) {
+                               py::list out;
+                               for (const TensorMapSpec &s : k.tensorMaps())
+                                 out.append(py::cast(s.flatten()));
+                               return out;
+                             })
+      .def_property_readonly("tensor_maps_at", &GpuKernel::tensorMapPosition)
       .def_property_readonly("name", &GpuKernel::name)
       .def_property_readonly("num_warps", &GpuKernel::numWarps)
       .def_property_readonly("shared_bytes", &GpuKernel::sharedBytes)
@@ -272,6 +312,39 @@ void bindRuntime(py::module_ &m) {
           "Launches on the grid (gx, gy, gz) with num_warps*32 threads on `stream` (an "
           "integer CUstream; 0 = the default stream) of `device`. args: one per "
           "parameter (pointers as GPU tensors with data_ptr() or integer addresses).")
+      .def(
+          "tensor_map_args",
+          [](const GpuKernel &k, py::sequence args) {
+            if (args.size() != k.params().size())
+              throw py::type_error("kernel '" + k.name() + "' takes " +
+                                   std::to_string(k.params().size()) + " arguments, got " +
+                                   std::to_string(args.size()));
+            std::vector<ArgSlot> slots;
+            for (size_t i = 0; i < args.size(); ++i)
+              slots.push_back(convertArg(k, i, args[i], false));
+            py::list out;
+            for (const runtime::TensorMapEncoding &e : k.tensorMapEncodings(slots.data())) {
+              py::dict d;
+              d["data_type"] = e.dataType;
+              d["address"] = e.address;
+              d["dims"] = std::vector<uint64_t>(e.dims, e.dims + e.rank);
+              d["strides"] = std::vector<uint64_t>(e.strides, e.strides + e.rank - 1);
+              d["box"] = std::vector<uint32_t>(e.box, e.box + e.rank);
+              d["element_strides"] =
+                  std::vector<uint32_t>(e.elementStrides, e.elementStrides + e.rank);
+              d["interleave"] = e.interleave;
+              d["swizzle"] = e.swizzle;
+              d["l2_promotion"] = e.l2Promotion;
+              d["oob_fill"] = e.oobFill;
+              out.append(d);
+            }
+            return out;
+          },
+          py::arg("args"),
+          "What launch() would pass cuTensorMapEncodeTiled for each tensor map, for `args`, "
+          "without a driver: dicts of data_type, address, dims, strides (bytes), box, "
+          "element_strides, interleave, swizzle, l2_promotion, oob_fill, innermost dim first. "
+          "CudaError for a value the driver would refuse.")
       .def(
           "pack_args",
           [](const GpuKernel &k, py::sequence args) {

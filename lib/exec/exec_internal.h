@@ -334,6 +334,11 @@ uint64_t ptrFromAddress(const RunState &run, uint64_t addr);
 
 /// A load through pointer tensor `ptr` (masked lanes take `other`, or zero)
 /// into a value of `type` (memory.cpp).
+/// The block of a tensor descriptor (tt.descriptor_load's semantics) whose
+/// base, shapes, strides and offsets are op's operands from `first` on, as
+/// a tensor of `type`.
+RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
+                       const Type *type);
 RValue loadThrough(const OpPlan &op, const RValue &ptr, const RValue *mask,
                    const RValue *other, const Type *type,
                    const ProgramCtx &ctx);

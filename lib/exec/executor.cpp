@@ -61,6 +61,7 @@ OpClass classify(OpCode c) {
     return OpClass::Tensor;
   case OpCode::AddPtr:
   case OpCode::Load:
+  case OpCode::DescriptorLoad:
   case OpCode::Store:
   case OpCode::AtomicRMW:
   case OpCode::AtomicCAS:
@@ -77,6 +78,9 @@ OpClass classify(OpCode c) {
   case OpCode::AsyncCommitGroup:
   case OpCode::AsyncWait:
   case OpCode::InitBarrier:
+  case OpCode::InvalBarrier:
+  case OpCode::AsyncTMACopyGlobalToLocal:
+  case OpCode::FenceAsyncShared:
   case OpCode::BarrierExpect:
   case OpCode::ArriveBarrier:
   case OpCode::WaitBarrier:

@@ -13,6 +13,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 namespace tritium::exec {
@@ -283,6 +284,53 @@ RValue load(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
                      op.op->result(0)->type(), ctx);
 }
 
+/// tt.descriptor_load: the block at the offsets, padding where any index
+/// falls outside the tensor's shape (the expansion's masked load, element
+/// for element: i32 indices, i64 products, addresses modulo 2^64).
+} // namespace
+
+RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
+                       const Type *type) {
+  const RValue &base = f[op.in[first]];
+  DType dt = pointeeDType(base);
+  uint64_t size = uint64_t(byteSize(dt));
+  Checker check{ctx, op, "load", byteSize(dt)};
+  const std::vector<int64_t> &block = type->shape();
+  size_t rank = block.size();
+  std::vector<int64_t> shape(rank), stride(rank), off(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    shape[d] = f[op.in[first + 1 + d]].data()[0].i;
+    stride[d] = f[op.in[first + 1 + rank + d]].data()[0].i;
+    off[d] = f[op.in[first + 1 + 2 * rank + d]].data()[0].i;
+  }
+  Slot pad{};
+  if (op.op->strAttr("padding") == "nan")
+    pad.f = std::numeric_limits<double>::quiet_NaN();
+  PointerTable &table = ctx.run->pointers;
+  PtrParts pp = ptrParts(table, base.data()[0].u);
+  RValue r = RValue::alloc(type);
+  Slot *z = r.mutableData();
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0, n = r.size(); i < n; ++i) {
+    bool inside = true;
+    uint64_t elems = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      int32_t k = int32_t(uint32_t(off[d]) + uint32_t(idx[d])); // i32 add, wrapping
+      inside = inside && k >= 0 && k < shape[d];
+      elems += uint64_t(int64_t(k)) * uint64_t(stride[d]);
+    }
+    z[i] = inside ? readElem(check(makePtr(table, pp.prov, pp.off + elems * size)), dt) : pad;
+    for (size_t d = rank; d-- > 0;) // row-major: the last dim fastest
+      if (++idx[d] < block[d])
+        break;
+      else
+        idx[d] = 0;
+  }
+  return r;
+}
+
+namespace {
+
 void store(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
   const RValue &ptr = f[op.in[0]];
   DType dt = pointeeDType(ptr);
@@ -423,6 +471,9 @@ void evalMemoryOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
     return;
   case OpCode::Load:
     f[op.out[0]] = load(op, f, ctx);
+    return;
+  case OpCode::DescriptorLoad:
+    f[op.out[0]] = descriptorBlock(op, f, ctx, 0, op.op->result(0)->type());
     return;
   case OpCode::Store:
     store(op, f, ctx);

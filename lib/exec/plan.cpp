@@ -311,6 +311,9 @@ private:
     case OpCode::AsyncCommitGroup:
     case OpCode::AsyncWait:
     case OpCode::InitBarrier:
+    case OpCode::InvalBarrier:
+    case OpCode::AsyncTMACopyGlobalToLocal:
+    case OpCode::FenceAsyncShared:
     case OpCode::BarrierExpect:
     case OpCode::ArriveBarrier:
     case OpCode::WaitBarrier:

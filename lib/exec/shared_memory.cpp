@@ -68,8 +68,8 @@ std::vector<Slot> &storage(ProgramCtx &ctx, const OpPlan &op, uint64_t s,
 }
 
 Slot &barrierWord(ProgramCtx &ctx, const OpPlan &op, Frame &f,
-                  bool mustBeInitialised) {
-  uint64_t s = f[op.in[0]][0].u;
+                  bool mustBeInitialised, unsigned operand = 0) {
+  uint64_t s = f[op.in[operand]][0].u;
   Slot &w = storage(ctx, op, s, 1)[elemBase(s)];
   if (mustBeInitialised && w.i <= 0)
     execError(ctx, op, "uninitialised barrier",
@@ -93,6 +93,9 @@ void planSharedMemoryOp(const Operation &op, OpPlan &p) {
   case OpCode::LocalStore:
   case OpCode::AsyncCopyGlobalToLocal:
     p.sharedOffsets = offsetsOf(op, memdescOf(op, 1));
+    return;
+  case OpCode::AsyncTMACopyGlobalToLocal:
+    p.sharedOffsets = offsetsOf(op, memdescOf(op, 0));
     return;
   case OpCode::MemDescIndex: {
     const Type *t = memdescOf(op, 0);
@@ -200,6 +203,24 @@ void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx) {
   case OpCode::InitBarrier:
     barrierWord(ctx, op, f, false).i = op.axis;
     return;
+  case OpCode::InvalBarrier:
+    barrierWord(ctx, op, f, true).i = 0;
+    return;
+  case OpCode::AsyncTMACopyGlobalToLocal: {
+    // Done at once, as every copy here: the barrier's wait has nothing to
+    // wait for. Predicated off: nothing.
+    barrierWord(ctx, op, f, true, 1);
+    if (!f[op.in[2]][0].i)
+      return;
+    uint64_t s = f[op.in[0]][0].u;
+    int64_t n = (int64_t)op.sharedOffsets.size();
+    std::vector<Slot> &buf = storage(ctx, op, s, n);
+    const Type *m = op.op->operand(0)->type();
+    RValue v = descriptorBlock(op, f, ctx, 3, Type::tensor(m->element(), m->shape()));
+    for (int64_t i = 0; i < n; ++i)
+      buf[elemBase(s) + op.sharedOffsets[i]] = v[i];
+    return;
+  }
   case OpCode::WarpGroupDot: {
     // The operands as tensors (row-major tiles read through their layouts),
     // then tt.dot's semantics.

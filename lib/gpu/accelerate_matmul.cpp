@@ -357,7 +357,8 @@ bool fromRegisters(Value *a, bool sixteenBit) {
   Operation *d = a->definingOp();
   while (d && isLayoutConversion(*d))
     d = d->operand(0)->definingOp();
-  return d && d->code() != OpCode::Load && d->code() != OpCode::LocalLoad;
+  return d && d->code() != OpCode::Load && d->code() != OpCode::LocalLoad &&
+         d->code() != OpCode::DescriptorLoad;
 }
 
 /// An mma.sync operand goes to its dot_op layout through shared memory as

@@ -10,6 +10,7 @@
 // 4. Write the offsets and the total as attributes.
 // 5. Check the total against the target's limit.
 #include "tritium/gpu/shared_memory.h"
+#include "tritium/gpu/shared_layouts.h"
 
 #include <algorithm>
 #include <set>
@@ -53,7 +54,11 @@ std::vector<SharedBuffer> collectBuffers(Function &f, const Liveness &live) {
         range.begin = std::min(range.begin, r.begin);
         range.end = std::max(range.end, r.end);
       }
-      buffers.push_back({op, bytes, 0, range});
+      int64_t align = kSharedAlignment;
+      if (const auto *nv = dynamic_cast<const NVMMASharedLayout *>(
+              sharedLayoutOf(op->result(0)->type())))
+        align = std::max(align, 8 * nv->swizzlingByteWidth);
+      buffers.push_back({op, bytes, 0, range, align});
       return;
     }
     // Scratch is used only while its op runs.
@@ -126,8 +131,7 @@ int64_t assignOffsets(std::vector<SharedBuffer> &buffers) {
     for (auto [lo, hi] : taken) {
       if (at + b.bytes <= lo)
         break;
-      at = std::max(at, (hi + kSharedAlignment - 1) / kSharedAlignment *
-                            kSharedAlignment);
+      at = std::max(at, (hi + b.align - 1) / b.align * b.align);
     }
     b.offset = at;
     placed.push_back(i);

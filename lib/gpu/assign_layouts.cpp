@@ -244,6 +244,9 @@ struct Assigner {
         if (op->operand(0)->type()->isTensor())
           groups[uf.find(op->operand(0))].anchors.push_back(op);
         break;
+      case OpCode::DescriptorLoad:
+        groups[uf.find(op->result(0))].anchors.push_back(op);
+        break;
       default:
         break;
       }
@@ -287,6 +290,20 @@ struct Assigner {
         accessDepth = std::max(accessDepth, loopDepth(op));
     std::vector<int64_t> bestOrder;
     for (Operation *op : g.anchors) {
+      if (op->code() == OpCode::DescriptorLoad) {
+        // A descriptor's block: its last dim is contiguous (stride 1) and
+        // the block starts 16-byte aligned where the pipeliner copies it
+        // with TMA (the layout is the copy's only where it does not).
+        int64_t eb = storageBytes(op->result(0)->type()->element());
+        int64_t perThread = std::min<int64_t>(shape[rank - 1], std::max<int64_t>(16 / eb, 1));
+        if (perThread > bestPerThread) {
+          bestPerThread = perThread;
+          bestOrder.clear();
+          for (int i = rank - 1; i >= 0; --i)
+            bestOrder.push_back(i);
+        }
+        continue;
+      }
       Value *ptr = op->operand(0);
       AxisInfo info = axis.get(ptr);
       // Most contiguous dim first; ties keep row-major order.
@@ -562,7 +579,9 @@ OpSupport layoutSupport(OpCode c) {
   if (traits & ELEM)
     return OpSupport::Handled;
   switch (c) {
-  // Rules of their own in Assigner::collect.
+  // Rules of their own in Assigner::collect (a descriptor's block: an
+  // anchor of its group, coalesced along its last dim).
+  case OpCode::DescriptorLoad:
   case OpCode::Load:
   case OpCode::Store:
   case OpCode::AtomicRMW:
@@ -586,6 +605,7 @@ OpSupport layoutSupport(OpCode c) {
   case OpCode::Splat:
   case OpCode::Reshape:
   case OpCode::ConvertLayout:
+
   case OpCode::GetProgramId:
   case OpCode::GetNumPrograms:
   case OpCode::Return:

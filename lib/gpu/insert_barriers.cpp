@@ -39,6 +39,15 @@
 //    InternalError naming the op and the copy. A completed copy is this
 //    thread's own write; other threads see it only after a barrier, so it
 //    becomes an ordinary pending write.
+// 6. TMA copies (ttng.async_tma_copy_global_to_local) write their buffer
+//    as asynchronous copies do, but complete on an mbarrier that every
+//    thread waits for (ttng.wait_barrier): the wait makes the bytes
+//    visible to the thread that passes it, so a completed TMA copy leaves
+//    nothing pending. Which copies a wait completes is not followed (a
+//    pipelined loop's mbarrier is one of several): any wait completes every
+//    TMA copy in flight, which only lets step 5 report less; so does
+//    ttng.inval_barrier (a copy completing on an invalidated mbarrier would
+//    be the producer's bug).
 #include "tritium/gpu/shared_memory.h"
 
 #include "tritium/gpu/conversion.h"
@@ -84,6 +93,8 @@ struct AsyncWrite {
   bool operator==(const AsyncWrite &o) const = default;
 };
 constexpr int kMaxAge = 16;
+/// The age of a TMA copy in flight: no commit group holds it (step 6).
+constexpr int kTMA = -2;
 
 /// What is unsynchronized at a program point.
 struct Pending {
@@ -218,7 +229,8 @@ class BarrierInserter {
 public:
   explicit BarrierInserter(Function &f) : f_(f), md_(f) {
     f.walk([&](Operation *op) {
-      if (op->code() == OpCode::AsyncCopyGlobalToLocal) {
+      if (op->code() == OpCode::AsyncCopyGlobalToLocal ||
+          op->code() == OpCode::AsyncTMACopyGlobalToLocal) {
         copyIndex_[op] = (int)copies_.size();
         copies_.push_back(op);
       }
@@ -274,7 +286,8 @@ private:
   static Pending commit(Pending pending) {
     std::set<AsyncWrite> next;
     for (AsyncWrite w : pending.inFlight) {
-      w.age = std::min(w.age + 1, kMaxAge);
+      if (w.age != kTMA)
+        w.age = std::min(w.age + 1, kMaxAge);
       next.insert(w);
     }
     pending.inFlight = std::move(next);
@@ -283,7 +296,7 @@ private:
   static Pending wait(Pending pending, int64_t num) {
     std::set<AsyncWrite> still;
     for (const AsyncWrite &w : pending.inFlight) {
-      if (w.age >= 0 && w.age >= num)
+      if (w.age != kTMA && w.age >= 0 && w.age >= num)
         pending.sync.insert({w.lo, w.hi, true});
       else
         still.insert(w);
@@ -318,6 +331,17 @@ private:
       return pending;
     case OpCode::AsyncCommitGroup:
       return commit(std::move(pending));
+    case OpCode::WaitBarrier:
+    case OpCode::InvalBarrier: {
+      // Step 6 (no copy may still complete on an mbarrier being
+      // invalidated: a pipelined loop's last copies are predicated off).
+      std::set<AsyncWrite> still;
+      for (const AsyncWrite &w : pending.inFlight)
+        if (w.age != kTMA)
+          still.insert(w);
+      pending.inFlight = std::move(still);
+      return pending;
+    }
     case OpCode::AsyncWait: {
       auto it = op.attrs().find("num");
       const int64_t *num =
@@ -358,10 +382,11 @@ private:
     Effects e = effectsOf(f_, md_, op);
     // An asynchronous copy writes its buffer after every earlier access
     // (WAR, WAW: the same barrier as a write), but stays in flight.
-    bool async = op.code() == OpCode::AsyncCopyGlobalToLocal;
+    bool tma = op.code() == OpCode::AsyncTMACopyGlobalToLocal;
+    bool async = op.code() == OpCode::AsyncCopyGlobalToLocal || tma;
     Bytes copied;
     if (async) {
-      copied = md_.of(op.operand(1));
+      copied = md_.of(op.operand(tma ? 0 : 1));
       e.first.push_back({copied.lo, copied.hi, true, !copied.someBuffer});
     }
     bool conflict = before_.count(&op) > 0;
@@ -377,8 +402,8 @@ private:
       pending.sync.clear();
     }
     if (async) {
-      pending.inFlight.insert(
-          {copied.lo, copied.hi, -1, copyIndex_.at(&op), !copied.someBuffer});
+      pending.inFlight.insert({copied.lo, copied.hi, tma ? kTMA : -1, copyIndex_.at(&op),
+                               !copied.someBuffer});
       return pending;
     }
     if (e.barrierInside)

@@ -31,6 +31,18 @@
 // so that every warp's retired too): the order Triton uses, with the same
 // S buffers, so a config takes the shared memory it takes there.
 //
+// A tensor descriptor's block (tt.descriptor_load, which expand-descriptor-
+// loads keeps on sm_90a where TMA can copy it) is a candidate too, copied
+// with TMA instead: S mbarriers beside the S buffers (initialised by one
+// thread before the prologue, then a barrier), and in place of a commit
+// group a stage's thread-0 arrival expecting the bytes of all its TMA
+// copies (ttng.barrier_expect) and one ttng.async_tma_copy_global_to_local
+// a tile, both predicated on the iteration running; in place of the
+// async_wait, a wait for %read's mbarrier at the phase parity the loop
+// carries (flipped each time %read wraps). The buffer's layout must be one
+// a tensor map's swizzle writes (tmaSwizzleBytes). After the loop a barrier
+// (no thread may still wait) and the mbarriers are invalidated.
+//
 // Outline:
 //  0. In a loop that qualifies (1, 2), the vectors its other ops read are
 //     first rewritten into that form (load, local_alloc, local_load): see
@@ -146,6 +158,9 @@ struct Candidate {
   // One buffer as the copies write it: the loaded tile's shape, each use's
   // layout seen through the inverse of its permutation.
   const Type *bufType = nullptr;
+  // A tt.descriptor_load: copied with TMA (ttng.async_tma_copy_global_to_local,
+  // completing on the stage's mbarrier) instead of cp.async.
+  bool tma = false;
 };
 
 /// The buffer type through which `use` reads a tile of `loaded` type, in
@@ -275,14 +290,15 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
   });
   for (auto &opPtr : body.ops()) {
     Operation *ld = opPtr.get();
-    if (ld->code() != OpCode::Load || ld->hasAttr("volatile"))
+    bool tma = ld->code() == OpCode::DescriptorLoad;
+    if (!tma && (ld->code() != OpCode::Load || ld->hasAttr("volatile")))
       continue;
     const Type *ptrType = ld->operand(0)->type();
-    if (!ptrType->isTensor())
+    if (!tma && !ptrType->isTensor())
       continue;
     // Every user of the load is an alloc in the body, directly or through
     // one tt.trans, and every alloc is only read; all see the same bytes.
-    Candidate c{ld, {}, nullptr};
+    Candidate c{ld, {}, nullptr, tma};
     bool onlyReads = !users[ld->result(0)].empty();
     for (Operation *u : users[ld->result(0)]) {
       AllocUse use;
@@ -318,14 +334,19 @@ std::optional<Plan> analyze(Function &f, Operation *loop, int stages) {
     }
     if (!onlyReads)
       continue;
-    // The copy takes the load's mask and other as they are.
-    const Type *val = ptrType->withElement(ptrType->element()->pointee());
-    if (ld->result(0)->type() != val ||
-        (ld->numOperands() > 1 &&
-         ld->operand(1)->type() !=
-             ptrType->withElement(Type::scalar(DType::I1))) ||
-        (ld->numOperands() > 2 && ld->operand(2)->type() != val))
+    // TMA writes its boxes in a tensor map's swizzle: the buffer's layout
+    // must be one of those (a tile copied for wgmma is).
+    if (tma && !tmaSwizzleBytes(c.bufType))
       continue;
+    // The copy takes the load's mask and other as they are.
+    if (!tma) {
+      const Type *val = ptrType->withElement(ptrType->element()->pointee());
+      if (ld->result(0)->type() != val ||
+          (ld->numOperands() > 1 &&
+           ld->operand(1)->type() != ptrType->withElement(Type::scalar(DType::I1))) ||
+          (ld->numOperands() > 2 && ld->operand(2)->type() != val))
+        continue;
+    }
     std::set<Operation *> ops = p.slice;
     std::set<unsigned> iters = p.ahead;
     bool ok = true;
@@ -641,6 +662,29 @@ public:
       bufs->nameHint = "bufs";
       bufs_.push_back(bufs);
       bufType_.push_back(one);
+      if (c.tma)
+        tmaBytes_ += one->numElements() * storageBytes(one->element());
+      else
+        cpAsync_ = true;
+    }
+    // TMA: one mbarrier a buffer index, which the stage's TMA copies all
+    // complete (their bytes, expected by thread 0's arrival). The fence
+    // orders this thread's earlier ordinary shared-memory writes (bytes the
+    // buffers may reuse) before the copies; the inits, by thread 0, reach
+    // every thread through the barrier after them.
+    if (tmaBytes_) {
+      const Type *i64 = Type::scalar(DType::I64);
+      const Layout *bl = SwizzledSharedLayout::get(1, 1, 1, {0});
+      bars_ = pre.op(OpCode::LocalAlloc, {},
+                     Type::memdesc(i64, {p_.stages, 1}, bl, true));
+      bars_->nameHint = "bars";
+      barType_ = Type::memdesc(i64, {1}, bl, true);
+      pre.raw(OpCode::FenceAsyncShared, {}, {});
+      for (int j = 0; j < p_.stages; ++j)
+        pre.raw(OpCode::InitBarrier,
+                {pre.op(OpCode::MemDescIndex, {bars_, pre.constant(j, i32)}, barType_)}, {},
+                {{"count", int64_t(1)}});
+      pre.raw(OpCode::GPUBarrier, {}, {});
     }
     std::map<unsigned, Value *> cur;
     for (unsigned k : p_.ahead)
@@ -683,13 +727,24 @@ public:
     read->nameHint = "read_idx";
     Value *write = addIter(pre.constant(p_.stages - 1, i32));
     write->nameHint = "write_idx";
+    // TMA: the parity of the phase of %read's mbarrier that this iteration
+    // waits for (it flips each time %read wraps).
+    Value *phase = nullptr;
+    if (tmaBytes_) {
+      phase = addIter(pre.constant(0, i32));
+      phase->nameHint = "phase";
+    }
 
     // The top of the body: the wait; then the copies of iteration i+D,
     // there too, or after the last async wgmma (whose wait_group 1 retired
     // the wgmma of iteration i-1 that read the buffer they overwrite).
     Emitter top{&body_, body_.ops().begin(), loop->loc()};
-    Value *wait = top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
-                         {{"num", int64_t(D - 1)}});
+    Value *wait = cpAsync_ ? top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
+                                    {{"num", int64_t(D - 1)}})
+                           : nullptr;
+    if (tmaBytes_)
+      top.raw(OpCode::WaitBarrier,
+              {top.op(OpCode::MemDescIndex, {bars_, read}, barType_), phase}, {});
     Emitter copies = top;
     if (!p_.asyncDots.empty()) {
       Operation *last = nullptr;
@@ -734,7 +789,8 @@ public:
             continue;
           }
           r->operands()[0] = buf;
-          r->operands().push_back(wait);
+          if (wait)
+            r->operands().push_back(wait);
         }
         u.alloc->erase();
         if (u.trans)
@@ -758,13 +814,29 @@ public:
         end.op(OpCode::Select, {wrap, end.constant(0, i32), inc}, i32);
     yield->operands().push_back(nextRead);
     yield->operands().push_back(read);
+    if (phase) {
+      Value *flipped = end.op(OpCode::XOrI, {phase, end.constant(1, i32)}, i32);
+      yield->operands().push_back(end.op(OpCode::Select, {wrap, flipped, phase}, i32));
+    }
     for (Operation *dot : p_.asyncDots)
       dot->setAttr("async", true);
 
     // Step 6.
     unused_.push_back(ivAhead->definingOp());
     Emitter post{outer, std::next(outer->find(loop)), loop->loc()};
-    post.op(OpCode::AsyncWait, {}, Type::asyncToken(), {{"num", int64_t(0)}});
+    if (cpAsync_)
+      post.op(OpCode::AsyncWait, {}, Type::asyncToken(), {{"num", int64_t(0)}});
+    if (tmaBytes_) {
+      // Every TMA copy the loop waited for is done (those past the end did
+      // not issue). The mbarriers' bytes may be reused once no thread
+      // still waits on one.
+      post.raw(OpCode::GPUBarrier, {}, {});
+      for (int j = 0; j < p_.stages; ++j)
+        post.raw(OpCode::InvalBarrier,
+                 {post.op(OpCode::MemDescIndex, {bars_, post.constant(j, i32)}, barType_)},
+                 {});
+      post.raw(OpCode::LocalDealloc, {bars_}, {});
+    }
     for (Value *bufs : bufs_)
       post.raw(OpCode::LocalDealloc, {bufs}, {});
 
@@ -785,6 +857,10 @@ private:
   bool hoist_;
   std::vector<Value *> bufs_;
   std::vector<const Type *> bufType_;
+  bool cpAsync_ = false;  // some candidate is copied with cp.async
+  int64_t tmaBytes_ = 0;  // the bytes of a stage's TMA copies (0: none)
+  Value *bars_ = nullptr; // their mbarriers, one a buffer index
+  const Type *barType_ = nullptr;
   std::vector<Operation *> unused_; // erased at the end when unused
 
   /// Step 3's slice, less what every iteration computes alike: a slice op
@@ -938,9 +1014,23 @@ private:
   void issueCopies(Emitter &e, const std::map<Value *, Value *> &map,
                    Value *runs, Value *index) {
     std::vector<Value *> tokens;
+    Value *bar = nullptr;
     for (size_t i : p_.issueOrder) {
       Operation *ld = p_.loads[i].load;
       Emitter at{e.block, e.pos, ld->loc()};
+      if (p_.loads[i].tma) {
+        if (!bar) {
+          bar = at.op(OpCode::MemDescIndex, {bars_, index}, barType_);
+          at.raw(OpCode::BarrierExpect, {bar, runs}, {}, {{"bytes", tmaBytes_}});
+        }
+        Value *buf = at.op(OpCode::MemDescIndex, {bufs_[i], index}, bufType_[i]);
+        std::vector<Value *> in{buf, bar, runs};
+        for (Value *o : ld->operands())
+          in.push_back(mapped(map, o));
+        at.raw(OpCode::AsyncTMACopyGlobalToLocal, in, {},
+               {{"padding", ld->strAttr("padding")}});
+        continue;
+      }
       Value *ptr = mapped(map, ld->operand(0));
       const Type *maskType =
           ptr->type()->withElement(Type::scalar(DType::I1));
@@ -959,7 +1049,8 @@ private:
       tokens.push_back(at.op(OpCode::AsyncCopyGlobalToLocal, in,
                              Type::asyncToken(), attrs));
     }
-    e.op(OpCode::AsyncCommitGroup, tokens, Type::asyncToken());
+    if (cpAsync_)
+      e.op(OpCode::AsyncCommitGroup, tokens, Type::asyncToken());
   }
 
   /// Step 7: the pure ops whose results only the yield reads (the ahead

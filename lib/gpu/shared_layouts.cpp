@@ -286,4 +286,35 @@ const LinearLayout &sharedLinearOf(const Type *t) {
   return it->second;
 }
 
+std::optional<int64_t> tmaSwizzleBytes(const Type *t) {
+  const SharedLayout *l = sharedLayoutOf(t);
+  const std::vector<int64_t> &shape = t->bufferShape();
+  if (!l || shape.size() != 2 || t->element()->isPointer())
+    return std::nullopt;
+  int64_t eb = bitWidth(t->element()->dtype()) / 8;
+  if (eb < 1 || shape[1] * eb % 16 != 0)
+    return std::nullopt;
+  const LinearLayout &ll = sharedLinearOf(t);
+  int64_t rows = shape[0], cols = shape[1];
+  for (int64_t swz : {128, 64, 32, 0}) {
+    // A box row: swz bytes (16 without a swizzle), w elements.
+    int64_t rowBytes = swz ? swz : 16;
+    int64_t w = rowBytes / eb;
+    if (w < 1 || cols % w != 0 || (swz && cols * eb < swz))
+      continue;
+    int64_t mask = swz ? swz / 16 - 1 : 0;
+    bool ok = true;
+    for (int64_t o = 0; ok && o < rows * cols; ++o) {
+      Basis c = ll.apply({{"offset", o}});
+      int64_t r = c[0], k = c[1] / w, cc = c[1] % w;
+      int64_t a = r * rowBytes + cc * eb;
+      a ^= ((a >> 7) & mask) << 4;
+      ok = k * rows * rowBytes + a == o * eb;
+    }
+    if (ok)
+      return swz;
+  }
+  return std::nullopt;
+}
+
 } // namespace tritium::gpu

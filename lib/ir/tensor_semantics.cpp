@@ -396,6 +396,24 @@ Value *Builder::load(Value *ptr, Value *mask, std::optional<Operand> other,
   return r;
 }
 
+Value *Builder::descriptorLoad(Value *base, const std::vector<Value *> &shape,
+                               const std::vector<Value *> &strides,
+                               const std::vector<Value *> &offsets,
+                               const std::vector<int64_t> &blockShape,
+                               const std::string &padding) {
+  requireValue(base, "descriptor base");
+  size_t r = blockShape.size();
+  if (shape.size() != r || strides.size() != r || offsets.size() != r)
+    error("desc.load: a rank-" + std::to_string(r) + " descriptor needs " + std::to_string(r) +
+          " dims, strides and offsets");
+  validateShape(*this, "desc.load", blockShape);
+  std::vector<Value *> operands{base};
+  for (const auto *vs : {&shape, &strides, &offsets})
+    operands.insert(operands.end(), vs->begin(), vs->end());
+  return mk(*this, OpCode::DescriptorLoad, operands,
+            Type::tensor(base->type()->pointee(), blockShape), {{"padding", padding}});
+}
+
 void Builder::store(Value *ptr, Operand value, Value *mask,
                     const std::string &cache, const std::string &eviction) {
   requireValue(ptr, "store pointer");

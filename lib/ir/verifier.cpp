@@ -313,6 +313,35 @@ private:
                    typeText(p));
     return withElem(p, elemOf(p)->pointee());
   }
+  /// A tensor descriptor's block: at operand `first` the base (a scalar
+  /// pointer to `block`'s element), then r shapes (i32 or i64), r strides (i64)
+  /// and r offsets (i32), r the rank of `block` (a tensor or memdesc).
+  void checkDescriptorOperands(const Operation &op, unsigned first, const Type *block) const {
+    size_t rank = block->shape().size();
+    if (op.numOperands() != first + 1 + 3 * rank)
+      fail(op, "a rank-" + std::to_string(rank) + " block takes " +
+                   std::to_string(first + 1 + 3 * rank) +
+                   " operands (base, shape, strides, offsets), found " +
+                   std::to_string(op.numOperands()));
+    const Type *base = ty(op, first);
+    if (base->isTensor() || !base->isPointer())
+      fail(op, "base must be a scalar pointer, found " + typeText(base));
+    expectType(op, "block element", block->element(), base->pointee());
+    for (size_t d = 0; d < rank; ++d) {
+      // A descriptor's dims are i32; a block pointer's i64.
+      if (ty(op, unsigned(first + 1 + d)) != Type::scalar(DType::I64))
+        scalarOperand(op, unsigned(first + 1 + d), DType::I32, "a shape");
+      scalarOperand(op, unsigned(first + 1 + rank + d), DType::I64, "a stride");
+      scalarOperand(op, unsigned(first + 1 + 2 * rank + d), DType::I32, "an offset");
+    }
+    oneOf(op, "padding", op.strAttr("padding"), {"zero", "nan"});
+    if (op.strAttr("padding") == "nan" && !isFloat(block->element()->dtype()))
+      fail(op, "padding \"nan\" needs a floating-point element, found " +
+                   typeText(block->element()));
+  }
+  void checkDescriptorLoad(const Operation &op) const {
+    checkDescriptorOperands(op, 0, tensorResult(op));
+  }
   void expectType(const Operation &op, const std::string &what, const Type *got,
                   const Type *want) const {
     if (got != want)
@@ -629,6 +658,9 @@ private:
         expectType(op, "other", ty(op, 2), val);
       return;
     }
+    case OpCode::DescriptorLoad:
+      checkDescriptorLoad(op);
+      return;
     case OpCode::Store: {
       const Type *val = pointeeValueType(op);
       expectType(op, "stored value", ty(op, 1), val);
@@ -800,9 +832,12 @@ private:
     case OpCode::AsyncCommitGroup:
     case OpCode::AsyncWait:
     case OpCode::InitBarrier:
+    case OpCode::InvalBarrier:
     case OpCode::BarrierExpect:
     case OpCode::ArriveBarrier:
     case OpCode::WaitBarrier:
+    case OpCode::AsyncTMACopyGlobalToLocal:
+    case OpCode::FenceAsyncShared:
     case OpCode::GPUBarrier:
     case OpCode::WarpGroupDot:
       return verifySharedMemoryOp(op);
@@ -864,8 +899,8 @@ private:
                    typeText(rty(op)));
   }
   /// An mbarrier: one mutable 64-bit word in shared memory.
-  void barrierOperand(const Operation &op) const {
-    const Type *t = singleBuffer(op, 0);
+  void barrierOperand(const Operation &op, unsigned i = 0) const {
+    const Type *t = singleBuffer(op, i);
     if (t->numElements() != 1 || t->element()->isPointer() ||
         bitWidth(t->element()->dtype()) != 64 ||
         isFloat(t->element()->dtype()))
@@ -1007,6 +1042,19 @@ private:
     case OpCode::InitBarrier:
       barrierOperand(op);
       positiveAttr(op, "count", 1);
+      return;
+    case OpCode::InvalBarrier:
+      barrierOperand(op);
+      return;
+    case OpCode::AsyncTMACopyGlobalToLocal: {
+      const Type *m = singleBuffer(op, 0);
+      mutableMemDesc(op, m);
+      barrierOperand(op, 1);
+      scalarOperand(op, 2, DType::I1, "predicate");
+      checkDescriptorOperands(op, 3, m);
+      return;
+    }
+    case OpCode::FenceAsyncShared:
       return;
     case OpCode::BarrierExpect:
     case OpCode::ArriveBarrier:

@@ -382,23 +382,89 @@ void GpuKernel::launch(int device, int64_t gx, int64_t gy, int64_t gz, uint64_t 
   Driver &d = Driver::get();
   d.ensureContext(device);
 
+  size_t total = numArgs + tensorMaps_.size();
   void *inlinePtrs[kInlineArgs];
   std::vector<void *> heapPtrs;
   void **ptrs = inlinePtrs;
-  if (numArgs > kInlineArgs) {
-    heapPtrs.resize(numArgs);
+  if (total > kInlineArgs) {
+    heapPtrs.resize(total);
     ptrs = heapPtrs.data();
   }
   launchArgPointers(name_, params_, args, ptrs);
+  if (!tensorMaps_.empty())
+    return launchWithTensorMaps(d, fn, gx, gy, gz, stream, args, ptrs);
+  cuLaunch(d, fn, gx, gy, gz, stream, numArgs ? ptrs : nullptr);
+}
+
+void GpuKernel::cuLaunch(Driver &d, CUfunction fn, int64_t gx, int64_t gy, int64_t gz,
+                         uint64_t stream, void **ptrs) {
   CUresult r = d.cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                                 (unsigned)(numWarps_ * 32), 1, 1, (unsigned)sharedBytes_,
-                                reinterpret_cast<CUstream>(stream), numArgs ? ptrs : nullptr,
-                                nullptr);
+                                reinterpret_cast<CUstream>(stream), ptrs, nullptr);
   if (r != CUDA_SUCCESS)
     d.check(r, "launching " + kernelWhat(name_) + " (grid " + std::to_string(gx) + "x" +
                    std::to_string(gy) + "x" + std::to_string(gz) + ", " +
                    std::to_string(numWarps_ * 32) + " threads, " + std::to_string(sharedBytes_) +
                    " bytes of dynamic shared memory)");
+}
+
+void GpuKernel::setTensorMaps(std::vector<TensorMapSpec> maps, size_t position) {
+  if (position > params_.size())
+    throw CudaError(kernelWhat(name_) + ": tensor maps placed after parameter " +
+                    std::to_string(position) + ", but the kernel has " +
+                    std::to_string(params_.size()));
+  // The specs index the parameters before the maps.
+  std::vector<KernelParam> own(params_.begin(), params_.begin() + position);
+  for (size_t i = 0; i < maps.size(); ++i)
+    checkTensorMapSpec(name_, i, maps[i], own);
+  std::lock_guard<std::mutex> lock(encodedMutex_);
+  tensorMaps_ = std::move(maps);
+  tensorMapPosition_ = position;
+  encoded_.assign(tensorMaps_.size(), EncodedTensorMap{});
+}
+
+std::vector<TensorMapEncoding> GpuKernel::tensorMapEncodings(const ArgSlot *args) const {
+  std::vector<TensorMapEncoding> out;
+  for (size_t i = 0; i < tensorMaps_.size(); ++i)
+    out.push_back(tensorMapEncoding(name_, i, tensorMaps_[i], params_, args));
+  return out;
+}
+
+void GpuKernel::encodeTensorMapFor(Driver &d, size_t i, const ArgSlot *args, TensorMapBuffer &out) {
+  TensorMapEncoding e = tensorMapEncoding(name_, i, tensorMaps_[i], params_, args);
+  std::lock_guard<std::mutex> lock(encodedMutex_);
+  EncodedTensorMap &last = encoded_[i];
+  if (!last.valid || !(last.in == e)) {
+    last.valid = false;
+    encodeTensorMap(e, last.map.bytes, tensorMapWhat(name_, i, tensorMaps_[i], params_),
+                    d.cuTensorMapEncodeTiled, &d);
+    last.in = e;
+    last.valid = true;
+  }
+  out = last.map;
+}
+
+void GpuKernel::launchWithTensorMaps(Driver &d, CUfunction fn, int64_t gx, int64_t gy, int64_t gz,
+                                     uint64_t stream, const ArgSlot *args, void **ptrs) {
+  // The maps live on this frame until cuLaunchKernel has copied the
+  // parameters (it does before returning).
+  constexpr size_t kInlineMaps = 4;
+  size_t n = tensorMaps_.size();
+  TensorMapBuffer inlineMaps[kInlineMaps];
+  std::vector<TensorMapBuffer> heapMaps;
+  TensorMapBuffer *maps = inlineMaps;
+  if (n > kInlineMaps) {
+    heapMaps.resize(n);
+    maps = heapMaps.data();
+  }
+  for (size_t i = 0; i < n; ++i)
+    encodeTensorMapFor(d, i, args, maps[i]);
+  // The kernel's own parameters, the maps, then the hidden parameters.
+  size_t at = tensorMapPosition_;
+  std::memmove(ptrs + at + n, ptrs + at, (params_.size() - at) * sizeof(void *));
+  for (size_t i = 0; i < n; ++i)
+    ptrs[at + i] = maps[i].bytes;
+  cuLaunch(d, fn, gx, gy, gz, stream, ptrs);
 }
 
 } // namespace tritium::runtime

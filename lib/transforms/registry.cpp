@@ -24,6 +24,10 @@ const PassTable &tilePasses() {
        "(tile IR; versioned on store/load disjointness), a dot loop's vectors "
        "(GPU IR)",
        prefetchLoads},
+      {"expand-descriptor-loads",
+       "Expand tensor-descriptor loads into masked loads, but for those a dot loop copies "
+       "with TMA (sm_90a)",
+       expandDescriptorLoads},
       {"split-masked-loops",
        "Run the prefix of a dot loop's iterations where its tl.where masks are all true "
        "as a loop of its own, without them",

@@ -134,5 +134,77 @@ SMEM_REVERSE = """
 SMEM_REVERSE_PARAMS = [("ptr", "out"), ("u32", "nbytes")]
 
 
+# One TMA copy (sm_90a): thread 0 loads the box at (x, y) (innermost first) of the tensor map
+# that follows the kernel's own parameters into shared memory (nbytes: the box's bytes), all
+# threads copy it to out[0 : nbytes/4] as it lies there (swizzled or not), and thread 0 writes
+# the hidden parameter `marker` (after the map) as 8 bytes at out + nbytes. 128 threads.
+TMA_TILE = """
+.visible .entry tma_tile(
+	.param .u64 p_a,
+	.param .u32 p_m,
+	.param .u32 p_k,
+	.param .u32 p_stride,
+	.param .u64 p_out,
+	.param .u32 p_x,
+	.param .u32 p_y,
+	.param .u32 p_bytes,
+	.param .align 64 .b8 p_map[128],
+	.param .u64 p_marker
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<16>;
+	.reg .b64 	%rd<16>;
+	.reg .f32 	%f<2>;
+	.shared .align 1024 .b8 tile[2048];
+	.shared .align 8 .b64 bar;
+
+	mov.u32 	%r1, %tid.x;
+	ld.param.u32 	%r2, [p_x];
+	ld.param.u32 	%r3, [p_y];
+	ld.param.u32 	%r6, [p_bytes];
+	mov.u32 	%r4, bar;
+	mov.u32 	%r5, tile;
+	setp.ne.u32 	%p1, %r1, 0;
+	@%p1 bra 	$L_issued;
+	mov.u64 	%rd1, p_map;
+	cvta.param.u64 	%rd2, %rd1;
+	mbarrier.init.shared::cta.b64 	[%r4], 1;
+	fence.proxy.async.shared::cta;
+	mbarrier.arrive.expect_tx.shared::cta.b64 	_, [%r4], %r6;
+	cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r5], [%rd2, {%r2, %r3}], [%r4];
+$L_issued:
+	bar.sync 	0;
+$L_wait:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p2, [%r4], 0;
+	@!%p2 bra 	$L_wait;
+	ld.param.u64 	%rd3, [p_out];
+	cvta.to.global.u64 	%rd4, %rd3;
+	shr.u32 	%r7, %r6, 2;
+	mov.u32 	%r8, %r1;
+$L_copy:
+	setp.ge.u32 	%p3, %r8, %r7;
+	@%p3 bra 	$L_copied;
+	shl.b32 	%r9, %r8, 2;
+	add.u32 	%r10, %r5, %r9;
+	ld.shared.f32 	%f1, [%r10];
+	mul.wide.u32 	%rd5, %r8, 4;
+	add.s64 	%rd6, %rd4, %rd5;
+	st.global.f32 	[%rd6], %f1;
+	add.u32 	%r8, %r8, 128;
+	bra 	$L_copy;
+$L_copied:
+	@%p1 bra 	$L_done;
+	ld.param.u64 	%rd7, [p_marker];
+	cvt.u64.u32 	%rd8, %r6;
+	add.s64 	%rd9, %rd4, %rd8;
+	st.global.u64 	[%rd9], %rd7;
+$L_done:
+	ret;
+}
+"""
+TMA_TILE_PARAMS = [("ptr", "a"), ("i32", "M"), ("i32", "K"), ("i32", "stride_am"), ("ptr", "out"),
+                   ("i32", "x"), ("i32", "y"), ("u32", "nbytes"), ("u64", "marker")]
+
 def ptx(body, target="sm_90a"):
     return _HEADER.format(target=target) + body

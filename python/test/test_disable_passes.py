@@ -15,7 +15,7 @@ import _attention_bwd_kernels as bwd
 from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
-            "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add"]
+            "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add", "tma"]
 
 
 @tritium.jit
@@ -71,33 +71,49 @@ def _rows(target):
                            use_cache=False)
 
 
-# What each pass leaves in the GPU IR of the kernel that shows it.
+# What each pass leaves in the GPU IR of the kernel that shows it (on the targets it runs for,
+# with the passes named third left out of both compiles).
 SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
          "pipeline": (_dkdv, "ttg.async_copy_global_to_local"),
          # The pipeliner's step 0: M and Delta through shared memory, two buffers each.
          "stage-vectors": (_dkdv, "memdesc<2x64xf32"),
          "fuse-multiply-add": (_rows, "math.fma"),
-         # The descriptors' 64-bit row offsets computed once, before the K loop.
-         "hoist-slice": (_desc, _no_row_offsets_in_loop),
-         "split-masked-loops": (_desc, lambda gir: "%split" in gir)}
+         # The descriptors' 64-bit row offsets computed once, before the K loop (where the
+         # blocks are masked loads: with TMA there are none).
+         "hoist-slice": (_desc, _no_row_offsets_in_loop, "tma"),
+         "split-masked-loops": (_desc, lambda gir: "%split" in gir),
+         # The descriptors' blocks copied with TMA (sm_90a), as masked loads without.
+         "tma": (_desc, "ttng.async_tma_copy_global_to_local", "", ["sm_90a"])}
+
+
+def _sign(name):
+    """SIGNS[name] as (kernel, sign, passes left out of both compiles, targets)."""
+    entry = SIGNS.get(name, (None, None))
+    return (entry + ("", ["sm_90a", "sm_80"])[len(entry) - 2:])[:4]
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("name", OPTIONAL)
 def test_each_optional_pass_can_be_left_out(name, target, monkeypatch):
-    monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
+    kern, sign, base, targets = _sign(name)
+    if base:
+        monkeypatch.setenv("TRITIUM_DISABLE_PASSES", base)
+    else:
+        monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
     with_pass = {f: f(target) for f in (_dkdv, _rows, _desc)}
-    monkeypatch.setenv("TRITIUM_DISABLE_PASSES", name)
+    monkeypatch.setenv("TRITIUM_DISABLE_PASSES", ",".join(n for n in (base, name) if n))
     without = {f: f(target) for f in (_dkdv, _rows, _desc)}
     for f, k in without.items():
         assert k.asm["gir"] != "" and k.asm["ptx"] != ""
         if HAS_PTXAS:
             assert k.asm.get("cubin"), f"{name} left out, {f.__name__}: no cubin"
     if name in SIGNS:
-        f, sign = SIGNS[name]
         shows = sign if callable(sign) else (lambda gir: sign in gir)
-        assert shows(with_pass[f].asm["gir"])
-        assert not shows(without[f].asm["gir"])
+        if target not in targets:
+            assert not shows(with_pass[kern].asm["gir"])
+            return
+        assert shows(with_pass[kern].asm["gir"])
+        assert not shows(without[kern].asm["gir"])
     else:
         # Layout passes: the same kernel, at most other layouts and more conversions.
         assert without[_dkdv].asm["gir"].count("ttg.convert_layout") >= \

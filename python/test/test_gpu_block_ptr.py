@@ -108,6 +108,55 @@ def test_descriptor_matmul(dtype, M, N, Kd):
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.3)
 
 
+@pytest.mark.parametrize("Kd", [96, 80])
+def test_descriptor_matmul_nan_padding(Kd):
+    # padding="nan" on A (a TMA copy's NaN fill on sm_90a): a ragged last K block reads NaN
+    # past K, and every output element is NaN; a whole one reads none.
+    M, N = 200, 136
+    a = torch.randn(M, Kd, device=DEV).to(torch.float16)
+    b = torch.randn(Kd, N, device=DEV).to(torch.float16)
+    c = poisoned((M, N), torch.float16)
+    BM, BN, BK = 64, 64, 32
+    descs = [TensorDescriptor.from_tensor(a, [BM, BK], padding="nan"),
+             TensorDescriptor.from_tensor(b, [BK, BN]), TensorDescriptor.from_tensor(c, [BM, BN])]
+    K.descriptor_matmul_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](*descs, Kd, BM=BM,
+                                                                          BN=BN, BK=BK)
+    if Kd % BK:
+        assert torch.isnan(c).all()
+    else:
+        torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.3)
+
+
+def _persistent():
+    import os  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+    import bench_matmul_persistent  # noqa: PLC0415
+    return bench_matmul_persistent
+
+
+@pytest.mark.parametrize("tma", [True, False])
+@pytest.mark.parametrize("M,N,Kd,cfg", [(200, 136, 160, (64, 64, 32, 4, 3)),
+                                        (1000, 520, 264, (128, 128, 64, 8, 3)),
+                                        (384, 512, 512, (128, 256, 64, 8, 4))])
+def test_persistent_descriptor_matmul(tma, M, N, Kd, cfg, monkeypatch):
+    # The persistent TensorDescriptor matmul (benchmarks/bench_matmul_persistent.py): B given
+    # N x K and transposed in the kernel, several tiles a program, ragged edges. On sm_90a its
+    # blocks are TMA copies (and masked cp.async copies with TRITIUM_DISABLE_PASSES=tma).
+    if tma:
+        monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
+    else:
+        monkeypatch.setenv("TRITIUM_DISABLE_PASSES", "tma")
+    bm = _persistent()
+    impl = bm.build("tritium")
+    a = torch.randn(M, Kd, device=DEV).to(torch.float16)
+    bt = torch.randn(N, Kd, device=DEV).to(torch.float16)
+    c = poisoned((M, N), torch.float16)
+    run = bm.launcher(impl, a, bt, c, cfg, 7)  # 7 programs: several tiles each
+    run()
+    torch.testing.assert_close(c.float(), a.float() @ bt.float().T, rtol=2e-2, atol=0.3)
+
+
 @pytest.mark.parametrize("pad", ["zero", "nan"])
 @pytest.mark.parametrize("M,N", [(100, 128), (37, 40)])
 def test_device_descriptor(pad, M, N):

@@ -17,6 +17,8 @@ import os
 import re
 import sys
 
+import pytest
+
 import tritium
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,15 +72,23 @@ def test_matmul_codegen_for_sm90a():
     assert ".maxnreg 255" in ptx
 
 
-def test_persistent_descriptor_matmul_k_loop_for_sm90a():
-    """The persistent TensorDescriptor matmul (bench_matmul_persistent.py): both operands are
-    pipelined cp.async copies (B through a transposed view), and the K loop's addresses are the
-    hoisted row pointers plus one shifted column offset: no 64-bit multiply in the loop (ptxas
-    made each one an IMAD.WIDE plus register moves: 205 SASS instructions against 115)."""
+@pytest.mark.parametrize("tma", [True, False])
+def test_persistent_descriptor_matmul_k_loop_for_sm90a(tma, monkeypatch):
+    """The persistent TensorDescriptor matmul (bench_matmul_persistent.py). With TMA (the
+    default on sm_90a) each K iteration is one mbarrier wait and one cp.async.bulk.tensor a
+    tile, issued by one thread, reading two tensor maps passed after the arguments. Without
+    (TRITIUM_DISABLE_PASSES=tma) both operands are pipelined cp.async copies (B through a
+    transposed view), and the K loop's addresses are the hoisted row pointers plus one shifted
+    column offset. Either way no 64-bit multiply in the loop (ptxas made each one an IMAD.WIDE
+    plus register moves: 205 SASS instructions against 115)."""
     import torch  # noqa: PLC0415
     sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "benchmarks")))
     import bench_matmul_persistent as bm  # noqa: PLC0415
     from tritium.compiler import compiler as _compiler  # noqa: PLC0415
+    if tma:
+        monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
+    else:
+        monkeypatch.setenv("TRITIUM_DISABLE_PASSES", "tma")
     kernel, Desc = bm.build("tritium")
     M = N = K = 4096
     a, bt, c = (torch.empty(4096, 4096, dtype=torch.float16) for _ in range(3))
@@ -94,6 +104,15 @@ def test_persistent_descriptor_matmul_k_loop_for_sm90a():
     assert len(inner) == 1, [name for name, _ in loops]
     body = inner[0]
     copies = [line for line in body.splitlines() if "cp.async.cg.shared.global" in line]
-    assert len(copies) == 12 and all("], 16," in line for line in copies), copies
+    bulk = [line for line in body.splitlines() if "cp.async.bulk.tensor.2d" in line]
+    if tma:
+        assert len(copies) == 0 and len(bulk) == 2, body
+        assert "mbarrier.try_wait.parity" in body
+        maps = k.metadata["tensor_maps"]
+        assert sorted(m[0] for m in maps) == [0, 4]  # a_desc's and b_desc's base arguments
+        assert ".param .align 64 .b8 matmul_persistent_tmap_1[128]" in ptx
+    else:
+        assert len(copies) == 12 and all("], 16," in line for line in copies), copies
+        assert not bulk and not k.metadata.get("tensor_maps")
     assert "mul.lo.s64" not in body and "mul.wide" not in body, body
     assert "ld.global" not in body

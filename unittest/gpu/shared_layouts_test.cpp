@@ -312,3 +312,33 @@ TEST(SharedLayouts, PermutedRejectsNonPermutations) {
   EXPECT_EQ(s->permuted({2, 0}), nullptr);
   EXPECT_EQ(s->permuted({0, 1, 2}), nullptr);
 }
+
+// The TMA copies that write a buffer in its layout (tmaSwizzleBytes): an
+// NVMMA layout of rows contiguous (not transposed) is written by boxes of
+// its own swizzle width; the transposed form, and a swizzled layout whose
+// pattern is no tensor map's, by none.
+TEST(SharedLayouts, TMASwizzleOfNVMMABuffers) {
+  auto md = [](const Layout *l, DType t, std::vector<int64_t> shape) {
+    return Type::memdesc(Type::scalar(t), std::move(shape), l, true);
+  };
+  for (int64_t width : {0, 32, 64, 128})
+    for (auto [t, bits] : {std::pair{DType::FP16, 16}, std::pair{DType::FP8E4NV, 8},
+                           std::pair{DType::FP32, 32}}) {
+      const Layout *l = NVMMASharedLayout::get(width, false, bits);
+      int64_t cols = std::max<int64_t>(width, 16) * 8 / bits * 2; // two boxes a row
+      EXPECT_EQ(tmaSwizzleBytes(md(l, t, {64, cols})), std::optional<int64_t>(width))
+          << "width " << width << ", " << bits << " bits";
+      if (width > 0)
+        EXPECT_EQ(tmaSwizzleBytes(md(NVMMASharedLayout::get(width, true, bits), t, {cols, 64})),
+                  std::nullopt);
+    }
+  // Plain row-major is none (without a swizzle TMA writes 16-byte columns
+  // of all the rows, one after the other); the swizzled layout of 16-byte
+  // groups over rows of 128 bytes, phase = row mod 8, is the 128B swizzle.
+  EXPECT_EQ(tmaSwizzleBytes(md(SwizzledSharedLayout::get(1, 1, 1, {1, 0}), DType::FP16, {64, 64})),
+            std::nullopt);
+  EXPECT_EQ(tmaSwizzleBytes(md(SwizzledSharedLayout::get(8, 1, 8, {1, 0}), DType::FP16, {64, 64})),
+            std::optional<int64_t>(128));
+  EXPECT_EQ(tmaSwizzleBytes(md(SwizzledSharedLayout::get(8, 1, 8, {0, 1}), DType::FP16, {64, 64})),
+            std::nullopt);
+}

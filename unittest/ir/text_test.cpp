@@ -296,6 +296,13 @@ tt.func @smem(%p: tensor<64x32x!tt.ptr<f16>>, %m: tensor<64x32xi1>, %o: tensor<6
   ttng.barrier_expect %bar, %c {bytes = 4096}
   ttng.arrive_barrier %bar {count = 1}
   ttng.wait_barrier %bar, %ph, %c
+  %q = ttg.local_alloc : !ttg.memdesc<64x32xf16, #test<shared2>, mutable>
+  %n = arith.extsi %i : i64
+  %base = tt.int_to_ptr %n : !tt.ptr<f16>
+  ttng.fence_async_shared
+  ttng.async_tma_copy_global_to_local %q, %bar, %c, %base, %i, %i, %n, %n, %i, %i {padding = "zero"}
+  %v = tt.descriptor_load %base, %i, %i, %n, %n, %i, %i {padding = "nan"} : tensor<64x32xf16>
+  ttng.inval_barrier %bar
   gpu.barrier
   ttg.local_dealloc %a
   tt.return

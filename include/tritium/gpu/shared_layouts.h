@@ -14,6 +14,7 @@
 #include "tritium/gpu/linear_layout.h"
 #include "tritium/ir/ir.h"
 
+#include <optional>
 #include <vector>
 
 namespace tritium::gpu {
@@ -101,5 +102,13 @@ const SharedLayout *sharedLayoutOf(const Type *t);
 /// The linear map of one buffer of a memdesc type (cached). InternalError
 /// when the type has no shared layout.
 const LinearLayout &sharedLinearOf(const Type *t);
+
+/// The swizzle (128, 64 or 32 bytes; 0: none) of the TMA copies that write
+/// one buffer of memdesc type `t` as its layout places the elements: boxes
+/// of all the rows and swz bytes of columns (16 without a swizzle), one
+/// after the other along the columns, each in the tensor map's swizzle
+/// pattern (the 16-byte chunk c of row r at c XOR (r mod 8 ...), by address
+/// bits 7..). Null when no swizzle does (a 2-D buffer, rows contiguous).
+std::optional<int64_t> tmaSwizzleBytes(const Type *t);
 
 } // namespace tritium::gpu

@@ -54,6 +54,10 @@ struct SharedBuffer {
   Operation *owner = nullptr; // carries the offset attribute
   int64_t bytes = 0, offset = 0;
   LiveRange live;
+  /// The offset's alignment: kSharedAlignment, or a swizzled NVMMA
+  /// layout's atom (8 rows of its swizzle width: wgmma and TMA swizzle by
+  /// address bits 4-9, so the pattern must start at such an address).
+  int64_t align = kSharedAlignment;
 };
 
 struct SharedMemoryPlan {

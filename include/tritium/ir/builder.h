@@ -194,6 +194,14 @@ public:
   Value *load(Value *ptr, Value *mask, std::optional<Operand> other,
               const std::string &cache = "", const std::string &eviction = "",
               bool isVolatile = false);
+  /// desc.load of a tensor descriptor: a tt.descriptor_load of the
+  /// `blockShape` block at `offsets` (i32 scalars) of the tensor at `base`
+  /// (a scalar pointer) of `shape` (i32) and `strides` (i64) elements;
+  /// padding "zero" or "nan" (see ops.def).
+  Value *descriptorLoad(Value *base, const std::vector<Value *> &shape,
+                        const std::vector<Value *> &strides,
+                        const std::vector<Value *> &offsets,
+                        const std::vector<int64_t> &blockShape, const std::string &padding);
   /// tl.store; cache modifiers ".wb", ".cg", ".cs", ".wt".
   void store(Value *ptr, Operand value, Value *mask,
              const std::string &cache = "", const std::string &eviction = "");

@@ -95,6 +95,16 @@ struct Driver {
   // Optional (null when the driver lacks it): swaps this thread's stream
   // capture mode with *mode (a CUstreamCaptureMode).
   CUresult (*cuThreadExchangeStreamCaptureMode)(int *mode) = nullptr;
+  // Optional (null when the driver lacks it: before CUDA 12): encodes a TMA
+  // tensor map (a CUtensorMap: 128 bytes, 64-aligned) of a tiled region.
+  // Dims, strides and the box count the innermost dimension first; the
+  // enums (data type, interleave, swizzle, L2 promotion, OOB fill) as in
+  // cuda.h. See tritium/runtime/tensor_map.h.
+  CUresult (*cuTensorMapEncodeTiled)(void *tensorMap, int dataType, uint32_t rank,
+                                     void *globalAddress, const uint64_t *globalDim,
+                                     const uint64_t *globalStrides, const uint32_t *boxDim,
+                                     const uint32_t *elementStrides, int interleave,
+                                     int swizzle, int l2Promotion, int oobFill) = nullptr;
 
   /// The loaded driver, cuInit done. Loads it on first call (thread-safe);
   /// throws CudaError("no CUDA driver found ...") when libcuda.so.1 cannot

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tritium/runtime/cuda_driver.h"
+#include "tritium/runtime/tensor_map.h"
 #include "tritium/support/kernel_abi.h"
 
 #include <array>
@@ -57,6 +58,24 @@ public:
   int sharedBytes() const { return sharedBytes_; }
   const std::vector<KernelParam> &params() const { return params_; }
 
+  /// The TMA tensor maps (CompiledKernel::tensorMaps) every launch encodes
+  /// from its arguments and passes as extra 128-byte parameters: after the
+  /// first `position` parameters (the kernel's own; by default all of
+  /// params()), before the rest (a bounds-checked kernel's hidden ones).
+  /// Their base and argument operands index params() below `position`.
+  /// Checks each spec (checkTensorMapSpec: CudaError). Call before the
+  /// first launch: launches read the maps without a lock.
+  void setTensorMaps(std::vector<TensorMapSpec> maps, size_t position);
+  void setTensorMaps(std::vector<TensorMapSpec> maps) {
+    setTensorMaps(std::move(maps), params_.size());
+  }
+  const std::vector<TensorMapSpec> &tensorMaps() const { return tensorMaps_; }
+  size_t tensorMapPosition() const { return tensorMapPosition_; }
+  /// The encode arguments of each map for `args` (one slot per parameter),
+  /// what launch() passes the driver; needs no driver. Throws CudaError
+  /// as launch() would for a bad value.
+  std::vector<TensorMapEncoding> tensorMapEncodings(const ArgSlot *args) const;
+
   /// The function on `device`, loading the module there on first use (makes
   /// the device's primary context current). Throws CudaError with the JIT's
   /// log, a target/device mismatch, or too much shared memory.
@@ -64,12 +83,23 @@ public:
   KernelAttributes attributes(int device);
 
   /// Launches on `device` (its primary context is made current) on `stream`
-  /// (0: the legacy default stream). `args` holds one slot per parameter.
-  /// Throws CudaError for an empty or oversized grid or a failing launch.
+  /// (0: the legacy default stream). `args` holds one slot per parameter;
+  /// the tensor maps, if any, are encoded from them (see setTensorMaps).
+  /// Throws CudaError for an empty or oversized grid, a tensor map that
+  /// cannot be encoded, or a failing launch.
   void launch(int device, int64_t gx, int64_t gy, int64_t gz, uint64_t stream,
               const ArgSlot *args, size_t numArgs);
 
 private:
+  // The launch of a kernel with tensor maps: `ptrs` has room for them.
+  void launchWithTensorMaps(Driver &d, CUfunction fn, int64_t gx, int64_t gy, int64_t gz,
+                            uint64_t stream, const ArgSlot *args, void **ptrs);
+  // Encodes map i for `args` into `out`, reusing the last encoding of the
+  // same arguments.
+  void encodeTensorMapFor(Driver &d, size_t i, const ArgSlot *args, TensorMapBuffer &out);
+  void cuLaunch(Driver &d, CUfunction fn, int64_t gx, int64_t gy, int64_t gz,
+                uint64_t stream, void **ptrs);
+
   static constexpr int kMaxDevices = 64;
   std::string name_;
   std::string image_;
@@ -82,6 +112,17 @@ private:
   std::array<std::atomic<CUfunction>, kMaxDevices> functions_{};
   std::array<CUmodule, kMaxDevices> modules_{};
   std::array<std::array<int, 3>, kMaxDevices> maxGrid_{};
+  std::vector<TensorMapSpec> tensorMaps_;
+  size_t tensorMapPosition_ = 0;
+  // The last encoding of each map (the driver's encoding is a pure function
+  // of its arguments): most launches repeat their shapes and addresses.
+  struct EncodedTensorMap {
+    TensorMapBuffer map;
+    TensorMapEncoding in;
+    bool valid = false;
+  };
+  std::vector<EncodedTensorMap> encoded_;
+  std::mutex encodedMutex_;
 };
 
 /// Raw (already validated by the caller) argument conversion helpers, so

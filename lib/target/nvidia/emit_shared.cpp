@@ -532,6 +532,108 @@ void emitWaitBarrier(Emitter &e, Operation &op) {
   e.label(done);
 }
 
+/// A dim or stride of a TMA copy as the launcher reads it: a constant, a
+/// kernel argument or the sign extension of one (expand-descriptor-loads
+/// keeps no other for TMA).
+TensorMapSpec::Operand mapOperand(Emitter &e, Operation &op, Value *v) {
+  Operation *d = v->definingOp();
+  if (d && d->code() == OpCode::Constant)
+    if (const int64_t *c = std::get_if<int64_t>(&d->attrs().at("value")))
+      return {-1, *c};
+  if (d && d->code() == OpCode::ExtSI)
+    v = d->operand(0), d = v->definingOp();
+  if (!d && v->ownerBlock() == &e.fn.entry())
+    return {int(v->index()), 0};
+  e.internalError(op, "a TMA copy's tensor must be kernel arguments or constants");
+}
+
+/// CUtensorMapDataType of an element: the float types by name (so that a
+/// NaN fill is possible), everything else as unsigned integers of its size.
+int tensorMapDataType(DType t) {
+  switch (t) {
+  case DType::FP16:
+    return 6;
+  case DType::BF16:
+    return 9;
+  case DType::FP32:
+    return 7;
+  case DType::FP64:
+    return 8;
+  default:
+    switch (bitWidth(t)) {
+    case 8:
+      return 0;
+    case 16:
+      return 1;
+    case 32:
+      return 2;
+    default:
+      return 4;
+    }
+  }
+}
+
+/// ttng.async_tma_copy_global_to_local: thread 0 (and %pred) issues one
+/// cp.async.bulk.tensor per box of the buffer's layout (all its rows, swz
+/// bytes of columns; tmaSwizzleBytes), each completing its bytes on %bar.
+void emitTMACopy(Emitter &e, Operation &op) {
+  e.requireSM(op, 90, "ttng.async_tma_copy_global_to_local (TMA)");
+  const Type *md = op.operand(0)->type();
+  std::optional<int64_t> swz = gpu::tmaSwizzleBytes(md);
+  if (!swz)
+    e.internalError(op, "the buffer's layout is none a TMA copy writes");
+  const std::vector<int64_t> &shape = md->bufferShape();
+  size_t r = shape.size();
+  int eb = int(bitWidth(md->element()->dtype()) / 8);
+  int64_t rowBytes = *swz ? *swz : 16, w = rowBytes / eb;
+  TensorMapSpec spec;
+  Value *base = op.operand(3);
+  if (base->definingOp() || base->ownerBlock() != &e.fn.entry())
+    e.internalError(op, "a TMA copy's base must be a kernel argument");
+  spec.base = int(base->index());
+  for (size_t d = 0; d < r; ++d) {
+    spec.shape.push_back(mapOperand(e, op, op.operand(unsigned(4 + d))));
+    spec.strides.push_back(mapOperand(e, op, op.operand(unsigned(4 + r + d))));
+    spec.box.push_back(int(d + 1 == r ? w : shape[d]));
+  }
+  spec.elemBytes = eb;
+  spec.dataType = tensorMapDataType(md->element()->dtype());
+  spec.swizzleBytes = int(*swz);
+  spec.nanFill = op.strAttr("padding") == "nan";
+  std::string tmap = e.reg(RC::B64);
+  e.ins("mov.u64 " + tmap + ", " + e.tensorMapParam(spec));
+  e.ins("cvta.param.u64 " + tmap + ", " + tmap);
+  std::string p = e.ownerPred(Type::scalar(DType::I32)); // thread 0
+  std::string q = e.reg(RC::Pred);
+  e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(2))[0]);
+  std::string buf = e.regs(op.operand(0))[0], bar = e.regs(op.operand(1))[0];
+  int64_t boxes = shape[r - 1] / w, boxBytes = rowBytes;
+  for (size_t d = 0; d + 1 < r; ++d)
+    boxBytes *= shape[d];
+  for (int64_t k = 0; k < boxes; ++k) {
+    // Coordinates innermost first.
+    std::string coords;
+    for (size_t d = r; d-- > 0;) {
+      std::string c = e.regs(op.operand(unsigned(4 + 2 * r + d)))[0];
+      if (d + 1 == r && k > 0) {
+        std::string ck = e.reg(RC::B32);
+        e.ins("add.s32 " + ck + ", " + c + ", " + std::to_string(k * w));
+        c = ck;
+      }
+      coords += (coords.empty() ? "" : ", ") + c;
+    }
+    std::string dst = buf;
+    if (k > 0) {
+      dst = e.reg(RC::B32);
+      e.ins("add.s32 " + dst + ", " + buf + ", " + std::to_string(k * boxBytes));
+    }
+    e.ins("@" + q + " cp.async.bulk.tensor." + std::to_string(r) +
+          "d.shared::cluster.global.mbarrier::complete_tx::bytes [" + dst + "], [" + tmap +
+          ", {" + coords + "}], [" + bar + "]");
+  }
+  e.noteAccess(op, "cp.async.bulk.tensor", eb, int(boxBytes / eb), int(boxes));
+}
+
 } // namespace
 
 bool emitShared(Emitter &e, Operation &op) {
@@ -592,6 +694,17 @@ bool emitShared(Emitter &e, Operation &op) {
     e.ins(onceGuard(e, op, 1) + "mbarrier.init.shared::cta.b64 [" +
           e.regs(op.operand(0))[0] + "], " +
           std::to_string(op.intAttr("count")));
+    return true;
+  case OpCode::InvalBarrier:
+    e.ins(onceGuard(e, op, 1) + "mbarrier.inval.shared::cta.b64 [" +
+          e.regs(op.operand(0))[0] + "]");
+    return true;
+  case OpCode::AsyncTMACopyGlobalToLocal:
+    emitTMACopy(e, op);
+    return true;
+  case OpCode::FenceAsyncShared:
+    e.requireSM(op, 90, "ttng.fence_async_shared");
+    e.ins("fence.proxy.async.shared::cta");
     return true;
   case OpCode::BarrierExpect:
     // One arrival that also expects `bytes` of transactions (TMA).

@@ -562,6 +562,7 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::InlineAsm:
     return PtxFamily::Debug;
   case OpCode::Call:
+  case OpCode::DescriptorLoad:
     return PtxFamily::Rejected;
   default:
     if ((traits & SHARED) || c == OpCode::MemDescIndex ||
@@ -576,6 +577,9 @@ PtxFamily ptxFamily(OpCode c) {
   switch (op.code()) {
   case OpCode::Call:
     e.internalError(op, "survived inlining");
+  case OpCode::DescriptorLoad:
+    e.internalError(op, "was neither expanded (expand-descriptor-loads) nor copied with TMA "
+                        "(pipeline)");
   default:
     e.internalError(op, "is refused by the PTX emitter without a reason");
   }
@@ -645,6 +649,15 @@ void Emitter::emitOp(Operation &op) {
   }
   if (!done)
     internalError(op, "has no PTX lowering");
+}
+
+std::string Emitter::tensorMapParam(const TensorMapSpec &spec) {
+  size_t k = 0;
+  while (k < tensorMaps.size() && tensorMaps[k].flatten() != spec.flatten())
+    ++k;
+  if (k == tensorMaps.size())
+    tensorMaps.push_back(spec);
+  return fn.name() + "_tmap_" + std::to_string(k);
 }
 
 std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
@@ -749,6 +762,11 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
   body_.str("");
   computeDemand();
   emitBlock(entry);
+  // The tensor maps the body's TMA copies read (the launcher passes them
+  // after the kernel's arguments: CompiledKernel::tensorMaps).
+  for (size_t k = 0; k < tensorMaps.size(); ++k)
+    sig << (entry.numArguments() + k ? ",\n" : "") << "\t.param .align 64 .b8 " << name
+        << "_tmap_" << k << "[128]";
   if (entry.empty() || entry.ops().back()->code() != OpCode::Return)
     ins("ret");
 

@@ -219,6 +219,13 @@ public:
                      const std::string &offset);
   std::vector<AccessSite> accessSites;
   std::vector<KernelParam> hiddenParams;
+
+  // ---- TMA (emit_shared.cpp) -------------------------------------------------
+  /// The tensor maps the kernel's TMA copies read, one `.param .align 64 .b8
+  /// [128]` each after the kernel's parameters (CompiledKernel::tensorMaps).
+  std::vector<TensorMapSpec> tensorMaps;
+  /// The .param name of `spec`'s map, added to tensorMaps the first time.
+  std::string tensorMapParam(const TensorMapSpec &spec);
   int uncheckedAccesses = 0;
 
   // ---- tt.print, tt.assert, inline asm (emit_debug.cpp) ---------------------

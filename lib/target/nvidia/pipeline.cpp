@@ -64,11 +64,12 @@ void checkOptions(const PipelineOptions &opts) {
   // "stage-vectors" and "hoist-slice" are steps of the pipeline pass (its
   // step 0: a dot loop's vector loads through shared memory; the invariant
   // part of the copies' address arithmetic computed once), named so that
-  // their gain can be measured on their own.
+  // their gain can be measured on their own. "tma": tensor-descriptor loads
+  // as masked loads (cp.async) instead of TMA copies.
   static const char *const kOptional[] = {"prefetch-loads", "remove-layout-conversions",
                                           "propagate-layouts", "pipeline",
                                           "stage-vectors", "hoist-slice",
-                                          "split-masked-loops", "fuse-multiply-add"};
+                                          "split-masked-loops", "fuse-multiply-add", "tma"};
   for (const std::string &name : opts.skipPasses) {
     if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
       continue;
@@ -159,6 +160,18 @@ void compileKernel(const Module &m, const std::string &kernel,
   if (input != PipelineInput::GPUIR) {
     // The options' warps, whatever the frontend left in the attribute.
     f.attrs()["num_warps"] = int64_t(opts.numWarps);
+    // Tensor-descriptor loads: masked loads, but for those a dot loop
+    // copies with TMA (sm_90a). The tile passes then see the loads as
+    // they see any other (CSE of the shared index vectors, licm).
+    auto counter = [&](const char *name) {
+      auto it = r.stats.counters.find(name);
+      return it == r.stats.counters.end() ? int64_t(0) : it->second;
+    };
+    int64_t expandedBefore = counter("expand-descriptor-loads.expanded");
+    runPasses(*gm, {"expand-descriptor-loads"}, r.stats, opts, tilePasses());
+    if (counter("expand-descriptor-loads.expanded") != expandedBefore)
+      runPasses(*gm, {"canonicalize", "cse", "licm-scalars", "dce"}, r.stats, opts,
+                tilePasses());
     // A dot loop whose tl.where masks are all true on a prefix of its
     // iterations (attention's ragged end and causal diagonal) runs that
     // prefix as a loop without them; canonicalize folds the selects and the
@@ -190,6 +203,19 @@ void compileKernel(const Module &m, const std::string &kernel,
     // operands, and the loop's vectors its other ops read (the attention
     // backward's row statistics), as Triton's pipeliner stages them.
     runPasses(*gm, {"pipeline"}, r.stats, opts, gpu::gpuPasses());
+    // A tensor-descriptor load kept for TMA that the pipeliner did not copy
+    // (num_stages = 1, a loop it does not take): the compile starts over
+    // with every descriptor load expanded, as TRITIUM_DISABLE_PASSES=tma.
+    bool leftover = false;
+    f.walk([&](Operation *op) { leftover |= op->code() == OpCode::DescriptorLoad; });
+    if (leftover) {
+      PipelineOptions expanded = opts;
+      expanded.skipPasses.push_back("tma");
+      r = CompileResult{};
+      compileKernel(m, kernel, expanded, input, r);
+      r.stats.add("tma.not-pipelined");
+      return;
+    }
     // A dot loop the pipeliner left (num_stages = 1, a loop that stores):
     // its vector loads one iteration ahead in registers, in the layout
     // their users read.
@@ -220,6 +246,7 @@ void compileKernel(const Module &m, const std::string &kernel,
   nvidia::Emitter e(f, opts);
   ck.ptx = e.emitKernel(ck.params);
   ck.hiddenParams = std::move(e.hiddenParams);
+  ck.tensorMaps = std::move(e.tensorMaps);
   ck.accessSites = std::move(e.accessSites);
   ck.uncheckedAccesses = e.uncheckedAccesses;
   ck.accesses = std::move(e.accesses);

@@ -201,6 +201,11 @@ def _finish(p, res, publish=None):
     if regs:
         metadata["n_regs"] = int(regs.group(1))
         metadata["n_spills"] = int(spills.group(1)) if spills else 0
+    # TMA tensor maps the launcher encodes from the arguments at every launch (TensorMapSpec
+    # flatten() lists); absent when there are none, so other kernels' metadata is unchanged.
+    tensor_maps = [[int(x) for x in m] for m in res.get("tensor_maps", [])]
+    if tensor_maps:
+        metadata["tensor_maps"] = tensor_maps
     if p.bounds_check:
         metadata["bounds_check"] = bounds_metadata(res)
         metadata["debug"] = True

@@ -196,13 +196,16 @@ class block_pointer(_Aggregate):
     """The value of `tl.make_block_ptr`: shape and strides as int64 scalars,
     offsets as int32 scalars (Triton's types), block_shape and order constexpr."""
 
-    def __init__(self, base, shape, strides, offsets, block_shape, order):
+    def __init__(self, base, shape, strides, offsets, block_shape, order, unit_last=False):
         self.base = base
         self.shape = list(shape)
         self.strides = list(strides)
         self.offsets = list(offsets)
         self.block_shape = tuple(block_shape)
         self.order = tuple(order)
+        # The last stride is the constant 1: a fully bounds-checked load is then a
+        # tensor descriptor's block (see _tritium_load).
+        self.unit_last = unit_last
 
     def __repr__(self):
         return f"block_pointer({self.base.dtype.element_ty}, {list(self.block_shape)})"
@@ -233,10 +236,11 @@ class block_pointer(_Aggregate):
     def _with_components(self, values):
         r = len(self.block_shape)
         return block_pointer(values[0], values[1:1 + r], values[1 + r:1 + 2 * r],
-                             values[1 + 2 * r:1 + 3 * r], self.block_shape, self.order)
+                             values[1 + 2 * r:1 + 3 * r], self.block_shape, self.order,
+                             self.unit_last)
 
     def _static_key(self):
-        return ("block_pointer", self.block_shape, self.order)
+        return ("block_pointer", self.block_shape, self.order, self.unit_last)
 
     def advance(self, offsets):
         return advance(self, offsets)
@@ -249,6 +253,14 @@ class block_pointer(_Aggregate):
                              "block pointers (use boundary_check and padding_option)")
         padding = _padding(padding_option, self.element_ty, what)
         checked = _boundary_check(boundary_check, len(self.block_shape), what)
+        rank = len(self.block_shape)
+        if self.unit_last and checked == tuple(range(rank)) and self.element_ty != core.int1:
+            # Every dim checked, rows contiguous: a descriptor's block (the same elements and
+            # padding), which the GPU compile copies with TMA where it can.
+            return tensor(_builder().descriptor_load(
+                self.base.handle, [s.handle for s in self.shape],
+                [s.handle for s in self.strides], [o.handle for o in self.offsets],
+                list(self.block_shape), padding or "zero"))
         ptrs, m = _pointers_and_mask(self.base, self.shape, self.strides, self.offsets,
                                      self.block_shape, checked)
         return tensor(_builder().load(ptrs, m, _other(padding, self.element_ty) if m is not None
@@ -305,10 +317,12 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
         raise ValueError(f"{what}: Expected shape/strides/offsets/block_shape to have the same "
                          f"length (got {len(shape)}, {len(strides)}, {len(offsets)}, {len(bs)}; "
                          f"order {len(order)})")
+    last = literal_value(_unwrap(strides[-1]))
+    unit_last = not isinstance(last, tensor) and last == 1
     shape = [_scalar(s, "i64", f"{what}'s shape[{i}]") for i, s in enumerate(shape)]
     strides = [_scalar(s, "i64", f"{what}'s strides[{i}]") for i, s in enumerate(strides)]
     offsets = [_scalar(s, "i32", f"{what}'s offsets[{i}]") for i, s in enumerate(offsets)]
-    return block_pointer(base, shape, strides, offsets, bs, order)
+    return block_pointer(base, shape, strides, offsets, bs, order, unit_last)
 
 
 @builtin
@@ -330,7 +344,8 @@ def advance(base, offsets):
             continue
         delta = _scalar(delta, "i32", f"{what}'s offsets[{i}]")
         new.append(tensor(_builder().binary("add", o.handle, delta.handle)))
-    return block_pointer(ptr.base, ptr.shape, ptr.strides, new, ptr.block_shape, ptr.order)
+    return block_pointer(ptr.base, ptr.shape, ptr.strides, new, ptr.block_shape, ptr.order,
+                         ptr.unit_last)
 
 
 # ---------------------------------------------------------------------------
@@ -399,6 +414,19 @@ class tensor_descriptor(_Aggregate):
                                   self._block_shape, tuple(range(len(offs))), per_dim=True)
 
     def load(self, offsets):
+        if self.dtype != core.int1:
+            # One op the GPU compile can copy with TMA (expand-descriptor-loads
+            # expands it into the masked load below where it does not).
+            offs = _sequence(offsets, "desc.load")
+            if len(offs) != len(self._block_shape):
+                raise ValueError(f"desc.load: Expected {len(self._block_shape)} offsets (the "
+                                 f"descriptor's rank), got {len(offs)}")
+            offs = [_scalar(o, "i32", f"desc.load's offsets[{i}]").handle
+                    for i, o in enumerate(offs)]
+            return tensor(_builder().descriptor_load(
+                self.base.handle, [s.handle for s in self._shape],
+                [s.handle for s in self._strides], offs, list(self._block_shape),
+                self.padding or "zero"))
         ptrs, mask = self._access(offsets, "desc.load")
         pad = _other(self.padding or "zero", self.dtype)
         return tensor(_builder().load(ptrs, mask, pad))

@@ -176,9 +176,14 @@ class GPUKernel(CompiledKernel):
             cubin = self.asm.get("cubin")
             image = cubin if cubin else self.asm["ptx"].encode("utf-8")
             params = self.metadata["params"] + _debug.hidden_params(self.metadata)
+            # TMA tensor maps go after the kernel's own parameters, before the hidden ones.
+            maps = self.metadata.get("tensor_maps")
+            extra = {}
+            if maps:
+                extra = {"tensor_maps": maps, "tensor_maps_at": len(self.metadata["params"])}
             k = self._kernel = C.GpuKernel(self.name, image, bool(cubin), self.metadata["target"],
                                            self.metadata["num_warps"], self.metadata["shared"],
-                                           [tuple(p) for p in params])
+                                           [tuple(p) for p in params], **extra)
         return k
 
     def load(self, device=0):

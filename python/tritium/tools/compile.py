@@ -180,6 +180,12 @@ def main(argv=None):
     if kernel_params != [n for n, _ in runtime]:
         raise SystemExit(f"internal error: the compiled kernel takes {kernel_params}, the "
                          f"signature gives {[n for n, _ in runtime]}")
+    if compiled.metadata.get("tensor_maps"):
+        # The generated launcher passes the arguments alone; the TMA tensor maps the kernel
+        # also reads are encoded by tritium's own launcher (runtime/tensor_map.h).
+        raise SystemExit(f"{a.kernel_name}: the kernel reads TMA tensor maps, which ahead-of-time "
+                         "launchers do not encode yet; compile it for a target without TMA "
+                         "(e.g. --target sm_80)")
     header, source = generate(compiled.metadata["name"], out_name, runtime, grid, image,
                               cubin is not None, a.num_warps, int(compiled.metadata["shared"]))
     with open(base + ".h", "w") as f:

@@ -1,0 +1,168 @@
+// --expand-descriptor-loads: a tensor descriptor's block load (tt.descriptor_load,
+// what `desc.load(...)` builds) becomes the masked tt.load of its block, the
+// form every other pass and the emitter know:
+//   ptrs = base + (offsets[0] + arange(B0))[:, None] * strides[0]
+//               + (offsets[1] + arange(B1))[None, :] * strides[1]
+//   mask = every 0 <= offsets[d] + arange(Bd) < shape[d]
+//   tt.load ptrs, mask, padding (0, or NaN for padding_option="nan")
+// The pointer advances a dim at a time: base + rows * strides[0] is then a
+// thin tensor a K loop's pipeliner computes once (hoist-slice), and each
+// iteration adds its contiguous columns.
+//
+// Left as they are, on a target with TMA (sm_90a, "tma" not disabled, no
+// bounds checking): the loads that TMA can copy into a dot's shared-memory
+// operand (keptForTMA): in a loop body, feeding tt.dot's A or B (directly or
+// through tt.trans), 2-D, the tensor named by kernel arguments or constants
+// the launcher can read (base 16-byte aligned, strides multiples of 16
+// bytes, the last one 1). The pipeliner copies those with
+// cp.async.bulk.tensor (lib/gpu/pipeline_loops.cpp); lower-descriptor-loads
+// copies any it leaves, one at a time.
+#include "tritium/ir/builder.h"
+#include "tritium/transforms/passes.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tritium {
+
+namespace {
+
+std::optional<int64_t> argDivisibility(const Function &f, Value *v) {
+  if (v->definingOp() || v->ownerBlock() != &f.entry())
+    return std::nullopt;
+  const auto &attrs = f.argAttrs()[v->index()];
+  auto it = attrs.find("tt.divisibility");
+  if (it == attrs.end() || !std::holds_alternative<int64_t>(it->second))
+    return int64_t(1);
+  return std::get<int64_t>(it->second);
+}
+
+std::optional<int64_t> constantInt(Value *v) {
+  Operation *d = v->definingOp();
+  if (!d || d->code() != OpCode::Constant)
+    return std::nullopt;
+  const Attribute &a = d->attrs().at("value");
+  if (!std::holds_alternative<int64_t>(a))
+    return std::nullopt;
+  return std::get<int64_t>(a);
+}
+
+/// Whether the launcher can read `v` (a dim or stride): a constant, a kernel
+/// argument, or a sign extension of one. `multiple`: a multiple of that
+/// (an argument: by its tt.divisibility).
+bool launcherReadable(const Function &f, Value *v, int64_t multiple = 1) {
+  if (auto c = constantInt(v))
+    return *c % multiple == 0;
+  Operation *d = v->definingOp();
+  if (d && d->code() == OpCode::ExtSI)
+    v = d->operand(0);
+  auto div = argDivisibility(f, v);
+  return div && *div % multiple == 0;
+}
+
+/// A tt.dot operand A or B, directly or through one tt.trans (its only use).
+bool feedsDotOperand(Function &f, Value *v) {
+  std::vector<std::pair<Operation *, unsigned>> uses;
+  f.walk([&](Operation *op) {
+    for (unsigned i = 0; i < op->numOperands(); ++i)
+      if (op->operand(i) == v)
+        uses.push_back({op, i});
+  });
+  if (uses.size() != 1)
+    return false;
+  auto [user, index] = uses.front();
+  if (user->code() == OpCode::Trans)
+    return feedsDotOperand(f, user->result(0));
+  return user->code() == OpCode::Dot && index < 2;
+}
+
+} // namespace
+
+bool keptForTMA(Function &f, Operation &op, const PipelineOptions &opts) {
+  if (opts.target.sm < 90 || !opts.target.archA || opts.boundsCheck ||
+      std::count(opts.skipPasses.begin(), opts.skipPasses.end(), "tma"))
+    return false;
+  const Type *t = op.result(0)->type();
+  const std::vector<int64_t> &block = t->shape();
+  size_t r = block.size();
+  int64_t eb = bitWidth(t->element()->dtype()) / 8;
+  if (r != 2 || !(eb == 1 || eb == 2 || eb == 4 || eb == 8))
+    return false;
+  // A TMA box: at most 256 elements a dim, rows of 16-byte multiples.
+  for (int64_t b : block)
+    if (b > 256)
+      return false;
+  if (block[r - 1] * eb % 16 != 0)
+    return false;
+  // Out-of-bounds NaN: TMA's fill for floating-point maps of 2+ bytes.
+  if (op.strAttr("padding") == "nan" && (eb == 1 || !isFloat(t->element()->dtype())))
+    return false;
+  Operation *parent = op.parentOp();
+  if (!parent || parent->code() != OpCode::For || !feedsDotOperand(f, op.result(0)))
+    return false;
+  Value *base = op.operand(0);
+  auto baseDiv = argDivisibility(f, base);
+  if (!baseDiv || *baseDiv % 16 != 0)
+    return false;
+  for (size_t d = 0; d < r; ++d) {
+    Value *stride = op.operand(unsigned(1 + r + d));
+    bool last = d + 1 == r;
+    if (last ? constantInt(stride) != int64_t(1)
+             : !launcherReadable(f, stride, 16 / std::min<int64_t>(eb, 16)))
+      return false;
+    if (!launcherReadable(f, op.operand(unsigned(1 + d))))
+      return false;
+  }
+  return true;
+}
+
+Value *expandDescriptorLoad(Builder &b, Operation &op) {
+  const std::vector<int64_t> &block = op.result(0)->type()->shape();
+  size_t r = block.size();
+  Value *ptrs = op.operand(0), *mask = nullptr;
+  for (size_t d = 0; d < r; ++d) {
+    Value *idx = b.binary("add", b.arange(0, block[d]), op.operand(unsigned(1 + 2 * r + d)));
+    for (size_t k = 0; k < d; ++k)
+      idx = b.expandDims(idx, 0);
+    for (size_t k = d + 1; k < r; ++k)
+      idx = b.expandDims(idx, int(k));
+    Value *term = b.binary("mul", b.cast(idx, DType::I64), op.operand(unsigned(1 + r + d)));
+    ptrs = b.binary("add", ptrs, term);
+    Value *inside = b.binary("logical_and", b.binary("ge", idx, Operand::ofInt(0)),
+                             b.binary("lt", idx, op.operand(unsigned(1 + d))));
+    mask = mask ? b.binary("logical_and", mask, inside) : inside;
+  }
+  mask = b.broadcastTo(mask, block);
+  bool isF = isFloat(op.result(0)->type()->element()->dtype());
+  Operand pad = op.strAttr("padding") == "nan"
+                    ? Operand::ofFloat(std::numeric_limits<double>::quiet_NaN())
+                : isF ? Operand::ofFloat(0.0)
+                      : Operand::ofInt(0);
+  return b.load(ptrs, mask, pad);
+}
+
+void expandDescriptorLoads(Module &m, const PipelineOptions &opts, PassStats &stats) {
+  for (auto &fp : m.functions()) {
+    Function &f = *fp;
+    std::vector<Operation *> loads;
+    f.walk([&](Operation *op) {
+      if (op->code() == OpCode::DescriptorLoad)
+        loads.push_back(op);
+    });
+    for (Operation *op : loads) {
+      if (keptForTMA(f, *op, opts)) {
+        stats.add("expand-descriptor-loads.kept-for-tma");
+        continue;
+      }
+      Builder b(m);
+      b.setInsertionPoint(op);
+      b.setLoc(op->loc());
+      Value *v = expandDescriptorLoad(b, *op);
+      replaceAllUsesWith(f, op->result(0), v);
+      op->erase();
+      stats.add("expand-descriptor-loads.expanded");
+    }
+  }
+}
+
+} // namespace tritium
