@@ -11,7 +11,7 @@
 //
 // Left as they are, on a target with TMA (sm_90a, "tma" not disabled, no
 // bounds checking): the loads that TMA can copy into a dot's shared-memory
-// operand (keptForTMA): in a loop body, feeding tt.dot's A or B (directly or
+// operand (keptForTMA): in a pipelined loop's body, feeding tt.dot's A or B (directly or
 // through tt.trans), 2-D, the tensor named by kernel arguments or constants
 // the launcher can read (base 16-byte aligned, strides multiples of 16
 // bytes, the last one 1). The pipeliner copies those with
@@ -97,8 +97,12 @@ bool keptForTMA(Function &f, Operation &op, const PipelineOptions &opts) {
   // Out-of-bounds NaN: TMA's fill for floating-point maps of 2+ bytes.
   if (op.strAttr("padding") == "nan" && (eb == 1 || !isFloat(t->element()->dtype())))
     return false;
+  // In a loop the pipeliner takes (num_stages > 1), feeding a dot.
   Operation *parent = op.parentOp();
   if (!parent || parent->code() != OpCode::For || !feedsDotOperand(f, op.result(0)))
+    return false;
+  int64_t stages = parent->hasAttr("num_stages") ? parent->intAttr("num_stages") : opts.numStages;
+  if (stages <= 1)
     return false;
   Value *base = op.operand(0);
   auto baseDiv = argDivisibility(f, base);
