@@ -48,6 +48,12 @@
 //    TMA copy in flight, which only lets step 5 report less; so does
 //    ttng.inval_barrier (a copy completing on an invalidated mbarrier would
 //    be the producer's bug).
+// 7. In a kernel of one warpgroup (4 warps), a TMA copy needs no barrier
+//    after wgmma reads: every warp takes part in each wgmma (.sync.aligned),
+//    so once the issuing thread's own wgmma.wait_group retired the wgmma
+//    that read the bytes, no warp reads them any more (the pipeliner issues
+//    a stage's copies after the wait that retires the previous reader;
+//    with more warpgroups another one's wgmma may still be reading).
 #include "tritium/gpu/shared_memory.h"
 
 #include "tritium/gpu/conversion.h"
@@ -68,9 +74,11 @@ struct Access {
   /// Touches these bytes for sure, not only some of them (step 5 reports
   /// only such accesses).
   bool exact = true;
+  /// A wgmma's read of an operand (step 7).
+  bool wgmma = false;
   bool operator<(const Access &o) const {
-    return std::tie(lo, hi, write, exact) <
-           std::tie(o.lo, o.hi, o.write, o.exact);
+    return std::tie(lo, hi, write, exact, wgmma) <
+           std::tie(o.lo, o.hi, o.write, o.exact, o.wgmma);
   }
   bool operator==(const Access &o) const = default;
   bool conflicts(const Access &o) const {
@@ -204,6 +212,8 @@ Effects effectsOf(Function &f, const MemDescBytes &md, const Operation &op) {
     if (!op.operand(0)->type()->isTensor()) // else A is in registers
       touch(op.operand(0), false);
     touch(op.operand(1), false);
+    for (Access &a : e.first)
+      a.wgmma = true;
     return e;
   default:
     break;
@@ -228,6 +238,10 @@ Effects effectsOf(Function &f, const MemDescBytes &md, const Operation &op) {
 class BarrierInserter {
 public:
   explicit BarrierInserter(Function &f) : f_(f), md_(f) {
+    auto it = f.attrs().find("num_warps");
+    if (it != f.attrs().end())
+      if (const int64_t *n = std::get_if<int64_t>(&it->second))
+        oneWarpgroup_ = *n == 4;
     f.walk([&](Operation *op) {
       if (op->code() == OpCode::AsyncCopyGlobalToLocal ||
           op->code() == OpCode::AsyncTMACopyGlobalToLocal) {
@@ -252,6 +266,7 @@ public:
 private:
   Function &f_;
   MemDescBytes md_;
+  bool oneWarpgroup_ = false; // step 7
   std::map<const Operation *, int> copyIndex_;
   std::vector<const Operation *> copies_;
   std::set<Operation *> before_; // ops that get a barrier before them
@@ -393,7 +408,7 @@ private:
     for (const Access &a : e.first) {
       checkInFlight(op, a, pending);
       for (const Access &p : pending.sync)
-        conflict = conflict || a.conflicts(p);
+        conflict = conflict || (a.conflicts(p) && !(tma && oneWarpgroup_ && p.wgmma));
     }
     for (const Access &a : e.last)
       checkInFlight(op, a, pending);
