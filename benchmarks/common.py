@@ -134,6 +134,47 @@ def best_config(make_run, configs, reps):
     return best, errors
 
 
+def best_configs_interleaved(make_runs, configs, reps, rounds=None):
+    """best_config for several implementations at once, fairly: `make_runs` maps a name to
+    make_run(cfg); every (implementation, config) pair is timed once a round, the pairs of a
+    round in turn, over `rounds` rounds (BENCH_ROUNDS, default 2), and each pair's median
+    counts. Timed one implementation after the other, a long compute-bound sweep heats the GPU
+    and the later one runs at lower clocks (the H100's cuBLAS read 746, 659 and 632 TFLOP/s at
+    8192^3 across one minute); interleaved, each sees the same drift. Returns {name: ((ms, cfg)
+    or None, errors)}."""
+    import torch  # noqa: PLC0415
+    rounds = rounds or int(os.environ.get("BENCH_ROUNDS", "2"))
+    verbose = os.environ.get("BENCH_CONFIGS") == "1"
+    runs, errors, times = {}, {n: [] for n in make_runs}, {}
+    for name, make_run in make_runs.items():
+        for cfg in configs:
+            try:
+                run = make_run(cfg)
+                run()
+                torch.cuda.synchronize()
+                runs[(name, cfg)] = run
+            except Exception as e:  # noqa: BLE001
+                errors[name].append(f"{cfg}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    for _ in range(rounds):
+        for cfg in configs:
+            for name in make_runs:
+                if (name, cfg) in runs:
+                    times.setdefault((name, cfg), []).append(time_ms(runs[(name, cfg)], reps=reps))
+    out = {}
+    for name in make_runs:
+        best = None
+        for cfg in configs:
+            if (name, cfg) not in times:
+                continue
+            ms = statistics.median(times[(name, cfg)])
+            if verbose:
+                print(f"    {name} config {cfg}: {ms:.4f} ms", flush=True)
+            if best is None or ms < best[0]:
+                best = (ms, cfg)
+        out[name] = (best, errors[name])
+    return out
+
+
 def measure_copy_gbps(nbytes=2 << 30):
     """Device-to-device copy bandwidth (read + write) in GB/s."""
     src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
