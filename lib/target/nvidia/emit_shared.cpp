@@ -600,9 +600,7 @@ void emitTMACopy(Emitter &e, Operation &op) {
   spec.dataType = tensorMapDataType(md->element()->dtype());
   spec.swizzleBytes = int(*swz);
   spec.nanFill = op.strAttr("padding") == "nan";
-  std::string tmap = e.reg(RC::B64);
-  e.ins("mov.u64 " + tmap + ", " + e.tensorMapParam(spec));
-  e.ins("cvta.param.u64 " + tmap + ", " + tmap);
+  std::string tmap = e.tensorMapAddress(spec);
   std::string p = e.ownerPred(Type::scalar(DType::I32)); // thread 0
   std::string q = e.reg(RC::Pred);
   e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(2))[0]);

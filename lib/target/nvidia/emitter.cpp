@@ -660,6 +660,17 @@ std::string Emitter::tensorMapParam(const TensorMapSpec &spec) {
   return fn.name() + "_tmap_" + std::to_string(k);
 }
 
+std::string Emitter::tensorMapAddress(const TensorMapSpec &spec) {
+  std::string name = tensorMapParam(spec);
+  auto it = tensorMapAddr_.find(name);
+  if (it != tensorMapAddr_.end())
+    return it->second;
+  std::string r = reg(RC::B64);
+  pro("mov.u64 " + r + ", " + name);
+  pro("cvta.param.u64 " + r + ", " + r);
+  return tensorMapAddr_[name] = r;
+}
+
 std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
   const std::string &name = fn.name();
   std::ostringstream head;

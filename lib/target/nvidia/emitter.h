@@ -226,6 +226,9 @@ public:
   std::vector<TensorMapSpec> tensorMaps;
   /// The .param name of `spec`'s map, added to tensorMaps the first time.
   std::string tensorMapParam(const TensorMapSpec &spec);
+  /// A register holding the generic address of that map, computed once in
+  /// the kernel's prologue.
+  std::string tensorMapAddress(const TensorMapSpec &spec);
   int uncheckedAccesses = 0;
 
   // ---- tt.print, tt.assert, inline asm (emit_debug.cpp) ---------------------
@@ -258,7 +261,7 @@ private:
   bool demandComputed_ = false;
   int ptxVersion_ = 0;
   std::string tid_, lane_, warp_, constPred_[2];
-  std::map<std::string, std::string> threadLinearCache_, ownerCache_;
+  std::map<std::string, std::string> threadLinearCache_, ownerCache_, tensorMapAddr_;
   std::string smemBase_;
   /// A gpu.barrier whose next op owns scratch: printed by
   /// sharedWriteBegins(that op).
