@@ -73,8 +73,13 @@ def pipelines():
                    pipe + layouts + ["pipeline", "prefetch-loads"]))
     # The GPU compile's whole order (lib/target/nvidia/pipeline.cpp) but fuse-multiply-add, which
     # rounds once where the program rounds twice: shared memory allocated, barriers inserted.
+    # Tensor-descriptor blocks: sm_90a keeps those a pipelined dot loop reads (the pipeliner
+    # copies them with TMA, which the executor runs); "descriptors expanded" is every target
+    # without TMA (run_passes' target sm_80).
+    expand = ["expand-descriptor-loads", "canonicalize", "cse", "licm-scalars", "dce"]
+    stages.append(("descriptors expanded", pipe + expand, "sm_80"))
     stages.append(("GPU compile order",
-                   list(_C.default_pipeline()) +
+                   list(_C.default_pipeline()) + expand +
                    ["split-masked-loops", "canonicalize", "cse", "dce", "prefetch-loads"] +
                    layouts +
                    ["pipeline", "prefetch-loads", "allocate-shared-memory", "insert-barriers"]))
@@ -224,7 +229,15 @@ class Gen:
             lines = [f"{name} = {init}", f"for i in range({lo}, k):",
                      f"    w = tl.load({p}_ptr + offs + i * {c}, mask=offs + i * {c} < n, "
                      f"other=0).to({D})"]
-            if self.two_d and self.bm == self.bn and self.bm >= 16 and r.random() < 0.5:
+            dot_loop = self.two_d and self.bm == self.bn and self.bm >= 16 and r.random() < 0.5
+            if dot_loop and self.dtype == "float16" and r.random() < 0.5:
+                # The tile as a tensor descriptor's block (the whole input as a
+                # [grid * BM, BN] matrix, rows past it read as zero): on sm_90a a TMA copy.
+                rows_all = self.grid * self.bm
+                lines[-1] = (f"    w = tl.make_tensor_descriptor({p}_ptr, [{rows_all}, {self.bn}], "
+                             f"[{self.bn}, 1], [{self.bm}, {self.bn}]).load("
+                             f"[pid * {self.bm} + i * {c}, 0])")
+            if dot_loop:
                 # fp16 data: the loaded tile is the dot's operand as it is, so the GPU
                 # pipeliner takes the loop and stages the vector u through shared memory.
                 t = "int8" if self.is_int else ("float16" if self.dtype == "float16"
@@ -404,11 +417,12 @@ def raw_ir(gen, src, seed, tmpdir):
     return _C.print_module(module, False), name
 
 
-def execute(text, name, gen, arrs, nvalid, passes):
-    """Outputs (bit views) of running `text` after `passes`, or ('error', message)."""
+def execute(text, name, gen, arrs, nvalid, passes, target="sm_90a"):
+    """Outputs (bit views) of running `text` after `passes` (compiled for `target`), or
+    ('error', message)."""
     m = _C.parse_module(text, "<fuzz>")
     if passes:
-        _C.run_passes(m, passes, True)
+        _C.run_passes(m, passes, True, target=target)
     ins = [a.copy() for a in arrs]
     dt = NP[gen.dtype]
     outs = [np.full(gen.size(), 7, dt) for _ in range(3)]
@@ -440,9 +454,9 @@ def check_text(gen, src, seed, tmpdir, ops=None):
     if ops is not None:
         ops |= ops_of(text)
     seen = {}
-    for stage, passes in pipelines():
+    for stage, passes, *target in pipelines():
         try:
-            got, out_text = execute(text, name, gen, arrs, nvalid, passes)
+            got, out_text = execute(text, name, gen, arrs, nvalid, passes, *target)
         except Exception as e:  # noqa: BLE001 - any failure after a pass is a finding
             return stage, f"{type(e).__name__}: {e}"
         if ops is not None:
