@@ -18,6 +18,7 @@
 // cp.async.bulk.tensor (lib/gpu/pipeline_loops.cpp); lower-descriptor-loads
 // copies any it leaves, one at a time.
 #include "tritium/ir/builder.h"
+#include "tritium/transforms/fold.h"
 #include "tritium/transforms/passes.h"
 
 #include <algorithm>
@@ -38,13 +39,10 @@ std::optional<int64_t> argDivisibility(const Function &f, Value *v) {
 }
 
 std::optional<int64_t> constantInt(Value *v) {
-  Operation *d = v->definingOp();
-  if (!d || d->code() != OpCode::Constant)
+  std::optional<ConstValue> c = getConstant(v);
+  if (!c || c->isFloat() || v->type()->isTensor())
     return std::nullopt;
-  const Attribute &a = d->attrs().at("value");
-  if (!std::holds_alternative<int64_t>(a))
-    return std::nullopt;
-  return std::get<int64_t>(a);
+  return c->asInt();
 }
 
 /// Whether the launcher can read `v` (a dim or stride): a constant, a kernel

@@ -29,7 +29,7 @@
 
 #include "tritium/gpu/mma_layouts.h"
 #include "tritium/gpu/shared_layouts.h"
-#include "tritium/gpu/shared_layouts.h"
+#include "tritium/transforms/fold.h"
 
 #include <algorithm>
 #include <cmath>
@@ -536,10 +536,9 @@ void emitWaitBarrier(Emitter &e, Operation &op) {
 /// kernel argument or the sign extension of one (expand-descriptor-loads
 /// keeps no other for TMA).
 TensorMapSpec::Operand mapOperand(Emitter &e, Operation &op, Value *v) {
+  if (std::optional<ConstValue> c = getConstant(v); c && !c->isFloat())
+    return {-1, c->asInt()};
   Operation *d = v->definingOp();
-  if (d && d->code() == OpCode::Constant)
-    if (const int64_t *c = std::get_if<int64_t>(&d->attrs().at("value")))
-      return {-1, *c};
   if (d && d->code() == OpCode::ExtSI)
     v = d->operand(0), d = v->definingOp();
   if (!d && v->ownerBlock() == &e.fn.entry())
