@@ -138,6 +138,7 @@ def _persistent():
 @pytest.mark.parametrize("tma", [True, False])
 @pytest.mark.parametrize("M,N,Kd,cfg", [(200, 136, 160, (64, 64, 32, 4, 3)),
                                         (1000, 520, 264, (128, 128, 64, 8, 3)),
+                                        (1000, 776, 520, (128, 128, 64, 4, 4)),
                                         (384, 512, 512, (128, 256, 64, 8, 4))])
 def test_persistent_descriptor_matmul(tma, M, N, Kd, cfg, monkeypatch):
     # The persistent TensorDescriptor matmul (benchmarks/bench_matmul_persistent.py): B given
