@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace tritium {
 
@@ -58,25 +59,23 @@ bool launcherReadable(const Function &f, Value *v, int64_t multiple = 1) {
   return div && *div % multiple == 0;
 }
 
+using Users = std::map<Value *, std::vector<std::pair<Operation *, unsigned>>>;
+
 /// A tt.dot operand A or B, directly or through one tt.trans (its only use).
-bool feedsDotOperand(Function &f, Value *v) {
-  std::vector<std::pair<Operation *, unsigned>> uses;
-  f.walk([&](Operation *op) {
-    for (unsigned i = 0; i < op->numOperands(); ++i)
-      if (op->operand(i) == v)
-        uses.push_back({op, i});
-  });
-  if (uses.size() != 1)
+bool feedsDotOperand(const Users &users, Value *v) {
+  auto it = users.find(v);
+  if (it == users.end() || it->second.size() != 1)
     return false;
-  auto [user, index] = uses.front();
+  auto [user, index] = it->second.front();
   if (user->code() == OpCode::Trans)
-    return feedsDotOperand(f, user->result(0));
+    return feedsDotOperand(users, user->result(0));
   return user->code() == OpCode::Dot && index < 2;
 }
 
-} // namespace
-
-bool keptForTMA(Function &f, Operation &op, const PipelineOptions &opts) {
+/// Whether `op` (a tt.descriptor_load of `f`) stays for a TMA copy (see the
+/// top of the file).
+bool keptForTMA(const Function &f, const Users &users, Operation &op,
+                const PipelineOptions &opts) {
   if (opts.target.sm < 90 || !opts.target.archA || opts.boundsCheck ||
       std::count(opts.skipPasses.begin(), opts.skipPasses.end(), "tma"))
     return false;
@@ -97,7 +96,7 @@ bool keptForTMA(Function &f, Operation &op, const PipelineOptions &opts) {
     return false;
   // In a loop the pipeliner takes (num_stages > 1), feeding a dot.
   Operation *parent = op.parentOp();
-  if (!parent || parent->code() != OpCode::For || !feedsDotOperand(f, op.result(0)))
+  if (!parent || parent->code() != OpCode::For || !feedsDotOperand(users, op.result(0)))
     return false;
   int64_t stages = parent->hasAttr("num_stages") ? parent->intAttr("num_stages") : opts.numStages;
   if (stages <= 1)
@@ -118,6 +117,7 @@ bool keptForTMA(Function &f, Operation &op, const PipelineOptions &opts) {
   return true;
 }
 
+/// The masked tt.load of `op`'s block, built at b's insertion point.
 Value *expandDescriptorLoad(Builder &b, Operation &op) {
   const std::vector<int64_t> &block = op.result(0)->type()->shape();
   size_t r = block.size();
@@ -143,16 +143,21 @@ Value *expandDescriptorLoad(Builder &b, Operation &op) {
   return b.load(ptrs, mask, pad);
 }
 
+} // namespace
+
 void expandDescriptorLoads(Module &m, const PipelineOptions &opts, PassStats &stats) {
   for (auto &fp : m.functions()) {
     Function &f = *fp;
     std::vector<Operation *> loads;
+    Users users; // every value's, with the operand index
     f.walk([&](Operation *op) {
       if (op->code() == OpCode::DescriptorLoad)
         loads.push_back(op);
+      for (unsigned i = 0; i < op->numOperands(); ++i)
+        users[op->operand(i)].push_back({op, i});
     });
     for (Operation *op : loads) {
-      if (keptForTMA(f, *op, opts)) {
+      if (keptForTMA(f, users, *op, opts)) {
         stats.add("expand-descriptor-loads.kept-for-tma");
         continue;
       }

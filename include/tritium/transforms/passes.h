@@ -58,17 +58,10 @@ void licmScalars(Module &m, const PipelineOptions &opts, PassStats &stats);
 void prefetchLoads(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// `--expand-descriptor-loads` (expand_descriptor_loads.cpp): every
 /// tt.descriptor_load becomes the masked tt.load of its block, except, on a
-/// target with TMA, those keptForTMA. Run first by the GPU compile.
+/// target with TMA, those a pipelined dot loop can copy with it (see the
+/// file). Run first by the GPU compile.
 /// Counters: expand-descriptor-loads.expanded, .kept-for-tma.
 void expandDescriptorLoads(Module &m, const PipelineOptions &opts, PassStats &stats);
-/// Whether `op` (a tt.descriptor_load of `f`) stays for a TMA copy: see
-/// expand_descriptor_loads.cpp.
-bool keptForTMA(Function &f, Operation &op, const PipelineOptions &opts);
-class Builder;
-class Value;
-/// The masked tt.load of `op`'s block (a tt.descriptor_load), built at b's
-/// insertion point; `op` is left as it is.
-Value *expandDescriptorLoad(Builder &b, Operation &op);
 /// --split-masked-loops (split_masked_loops.cpp): a dot loop masking with a
 /// condition true on a prefix of its iterations runs the prefix unmasked.
 void splitMaskedLoops(Module &m, const PipelineOptions &opts, PassStats &stats);

@@ -178,13 +178,9 @@ void compileKernel(const Module &m, const std::string &kernel,
     // all-true load masks.
     // (Only where a loop was split: the emitter's tests compile tile IR
     // as written.)
-    auto splits = [&] {
-      auto it = r.stats.counters.find("split-masked-loops.split");
-      return it == r.stats.counters.end() ? int64_t(0) : it->second;
-    };
-    int64_t splitBefore = splits();
+    int64_t splitBefore = counter("split-masked-loops.split");
     runPasses(*gm, {"split-masked-loops"}, r.stats, opts, tilePasses());
-    if (splits() != splitBefore)
+    if (counter("split-masked-loops.split") != splitBefore)
       runPasses(*gm, {"canonicalize", "cse", "dce"}, r.stats, opts, tilePasses());
     // A reducing loop's loads one iteration ahead (a tile pass, run here
     // because its register budget needs num_warps, and the CPU executor,

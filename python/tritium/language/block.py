@@ -140,6 +140,15 @@ def _pointers_and_mask(base, shape, strides, offsets, block_shape, checked, per_
     return ptrs, mask
 
 
+def _descriptor_block(base, shape, strides, offsets, block_shape, padding):
+    """One tt.descriptor_load of the block at `offsets`: the op the GPU compile copies with
+    TMA where it can (expand-descriptor-loads expands it into the masked load of
+    _pointers_and_mask(..., per_dim=True) everywhere else)."""
+    return tensor(_builder().descriptor_load(
+        base.handle, [s.handle for s in shape], [s.handle for s in strides],
+        [o.handle for o in offsets], list(block_shape), padding))
+
+
 def _other(padding, dtype):
     if padding == "":
         return None
@@ -256,11 +265,9 @@ class block_pointer(_Aggregate):
         rank = len(self.block_shape)
         if self.unit_last and checked == tuple(range(rank)) and self.element_ty != core.int1:
             # Every dim checked, rows contiguous: a descriptor's block (the same elements and
-            # padding), which the GPU compile copies with TMA where it can.
-            return tensor(_builder().descriptor_load(
-                self.base.handle, [s.handle for s in self.shape],
-                [s.handle for s in self.strides], [o.handle for o in self.offsets],
-                list(self.block_shape), padding or "zero"))
+            # padding).
+            return _descriptor_block(self.base, self.shape, self.strides, self.offsets,
+                                     self.block_shape, padding or "zero")
         ptrs, m = _pointers_and_mask(self.base, self.shape, self.strides, self.offsets,
                                      self.block_shape, checked)
         return tensor(_builder().load(ptrs, m, _other(padding, self.element_ty) if m is not None
@@ -404,29 +411,23 @@ class tensor_descriptor(_Aggregate):
     def _static_key(self):
         return ("tensor_descriptor", self._block_shape, self.padding)
 
-    def _access(self, offsets, what):
+    def _offsets(self, offsets, what):
         offs = _sequence(offsets, what)
         if len(offs) != len(self._block_shape):
             raise ValueError(f"{what}: Expected {len(self._block_shape)} offsets (the "
                              f"descriptor's rank), got {len(offs)}")
-        offs = [_scalar(o, "i32", f"{what}'s offsets[{i}]") for i, o in enumerate(offs)]
+        return [_scalar(o, "i32", f"{what}'s offsets[{i}]") for i, o in enumerate(offs)]
+
+    def _access(self, offsets, what):
+        offs = self._offsets(offsets, what)
         return _pointers_and_mask(self.base, self._shape, self._strides, offs,
                                   self._block_shape, tuple(range(len(offs))), per_dim=True)
 
     def load(self, offsets):
         if self.dtype != core.int1:
-            # One op the GPU compile can copy with TMA (expand-descriptor-loads
-            # expands it into the masked load below where it does not).
-            offs = _sequence(offsets, "desc.load")
-            if len(offs) != len(self._block_shape):
-                raise ValueError(f"desc.load: Expected {len(self._block_shape)} offsets (the "
-                                 f"descriptor's rank), got {len(offs)}")
-            offs = [_scalar(o, "i32", f"desc.load's offsets[{i}]").handle
-                    for i, o in enumerate(offs)]
-            return tensor(_builder().descriptor_load(
-                self.base.handle, [s.handle for s in self._shape],
-                [s.handle for s in self._strides], offs, list(self._block_shape),
-                self.padding or "zero"))
+            return _descriptor_block(self.base, self._shape, self._strides,
+                                     self._offsets(offsets, "desc.load"), self._block_shape,
+                                     self.padding or "zero")
         ptrs, mask = self._access(offsets, "desc.load")
         pad = _other(self.padding or "zero", self.dtype)
         return tensor(_builder().load(ptrs, mask, pad))
