@@ -336,6 +336,7 @@ void bindRuntime(py::module_ &m) {
               d["swizzle"] = e.swizzle;
               d["l2_promotion"] = e.l2Promotion;
               d["oob_fill"] = e.oobFill;
+              d["empty"] = e.empty;
               out.append(d);
             }
             return out;

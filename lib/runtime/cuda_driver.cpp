@@ -105,6 +105,7 @@ static LoadState &loadState() {
     need(resolve(lib, d->cuPointerGetAttribute, "cuPointerGetAttribute"),
          "cuPointerGetAttribute");
     resolve(lib, d->cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
+    resolve(lib, d->cuModuleGetGlobal, "cuModuleGetGlobal", "cuModuleGetGlobal_v2");
     resolve(lib, d->cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
     if (!ok) {
       s.error = std::string("the CUDA driver ") + path + " lacks " + missing +

@@ -3,6 +3,7 @@
 #include "tritium/runtime/launcher.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -329,6 +330,18 @@ CUfunction GpuKernel::load(int device) {
       d.check(r, where + ": cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     }
   }
+  // Above the default 48 KiB, ask for the largest shared-memory carveout. Left
+  // without a preference, the driver may configure the SM's L1/shared split
+  // for fewer resident blocks than the shared memory would allow (Triton asks
+  // the same). TRITIUM_SHARED_CARVEOUT (a percent, or -1 for the driver's
+  // choice) overrides it, for measuring the difference.
+  if (sharedBytes_ + staticShared > 48 * 1024) {
+    int carveout = 100;
+    if (const char *env = std::getenv("TRITIUM_SHARED_CARVEOUT"); env && *env)
+      carveout = std::atoi(env);
+    // Only a hint: a refusal leaves the driver's choice, which still runs.
+    (void)d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout);
+  }
   int maxThreads = 0;
   d.check(d.cuFuncGetAttribute(&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn),
           where + ": cuFuncGetAttribute");
@@ -344,6 +357,14 @@ CUfunction GpuKernel::load(int device) {
   maxGrid_[device] = {d.attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, device),
                       d.attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, device),
                       d.attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, device)};
+  // A tensor without elements gets a map of the module's fill element.
+  if (!tensorMaps_.empty() && d.cuModuleGetGlobal) {
+    CUdeviceptr fill = 0;
+    size_t bytes = 0;
+    if (d.cuModuleGetGlobal(&fill, &bytes, mod, kTmaFillSymbol) == CUDA_SUCCESS &&
+        bytes >= (size_t)kTmaFillBytes)
+      tmaFill_[device] = fill;
+  }
   modules_[device] = mod;
   functions_[device].store(fn, std::memory_order_release);
   return fn;
@@ -392,7 +413,7 @@ void GpuKernel::launch(int device, int64_t gx, int64_t gy, int64_t gz, uint64_t 
   }
   launchArgPointers(name_, params_, args, ptrs);
   if (!tensorMaps_.empty())
-    return launchWithTensorMaps(d, fn, gx, gy, gz, stream, args, ptrs);
+    return launchWithTensorMaps(d, device, fn, gx, gy, gz, stream, args, ptrs);
   cuLaunch(d, fn, gx, gy, gz, stream, numArgs ? ptrs : nullptr);
 }
 
@@ -430,8 +451,17 @@ std::vector<TensorMapEncoding> GpuKernel::tensorMapEncodings(const ArgSlot *args
   return out;
 }
 
-void GpuKernel::encodeTensorMapFor(Driver &d, size_t i, const ArgSlot *args, TensorMapBuffer &out) {
+void GpuKernel::encodeTensorMapFor(Driver &d, int device, size_t i, const ArgSlot *args,
+                                   TensorMapBuffer &out) {
   TensorMapEncoding e = tensorMapEncoding(name_, i, tensorMaps_[i], params_, args);
+  if (e.empty) {
+    CUdeviceptr fill = tmaFill_[device];
+    if (fill == 0)
+      throw CudaError(tensorMapWhat(name_, i, tensorMaps_[i], params_) +
+                      ": the tensor has no elements, and the kernel's module declares no '" +
+                      kTmaFillSymbol + "' for its map");
+    e.address = fill + (e.oobFill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE ? 0 : kTmaFillNanOffset);
+  }
   std::lock_guard<std::mutex> lock(encodedMutex_);
   EncodedTensorMap &last = encoded_[i];
   if (!last.valid || !(last.in == e)) {
@@ -444,8 +474,9 @@ void GpuKernel::encodeTensorMapFor(Driver &d, size_t i, const ArgSlot *args, Ten
   out = last.map;
 }
 
-void GpuKernel::launchWithTensorMaps(Driver &d, CUfunction fn, int64_t gx, int64_t gy, int64_t gz,
-                                     uint64_t stream, const ArgSlot *args, void **ptrs) {
+void GpuKernel::launchWithTensorMaps(Driver &d, int device, CUfunction fn, int64_t gx,
+                                     int64_t gy, int64_t gz, uint64_t stream,
+                                     const ArgSlot *args, void **ptrs) {
   // The maps live on this frame until cuLaunchKernel has copied the
   // parameters (it does before returning).
   constexpr size_t kInlineMaps = 4;
@@ -458,7 +489,7 @@ void GpuKernel::launchWithTensorMaps(Driver &d, CUfunction fn, int64_t gx, int64
     maps = heapMaps.data();
   }
   for (size_t i = 0; i < n; ++i)
-    encodeTensorMapFor(d, i, args, maps[i]);
+    encodeTensorMapFor(d, device, i, args, maps[i]);
   // The kernel's own parameters, the maps, then the hidden parameters.
   size_t at = tensorMapPosition_;
   std::memmove(ptrs + at + n, ptrs + at, (params_.size() - at) * sizeof(void *));

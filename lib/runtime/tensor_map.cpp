@@ -208,6 +208,33 @@ TensorMapEncoding tensorMapEncoding(const std::string &kernel, size_t index,
   e.oobFill = spec.nanFill ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
                            : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
 
+  // Dims first: a tensor without elements has a placeholder map, whatever
+  // its base and strides (torch's strides of an empty tensor are arbitrary).
+  auto dimName = [&](size_t d) { // for messages
+    return "dim " + std::to_string(d) + source(spec.shape[d], params);
+  };
+  int64_t dimValue[kMaxTensorMapRank] = {};
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t &n = dimValue[d];
+    if (!operandValue(spec.shape[d], params, args, n))
+      fail(what(), dimName(d) + " is " + std::to_string((uint64_t)n) + ", too large");
+    if (n < 0 || (uint64_t)n > kMaxDim)
+      fail(what(), dimName(d) + " is " + std::to_string(n) +
+                       "; TMA takes 0 to 2^32 elements per dim");
+    e.empty |= n == 0;
+  }
+  if (e.empty) {
+    for (size_t d = 0; d < rank; ++d) {
+      size_t inner = rank - 1 - d;
+      e.dims[inner] = 1;
+      e.box[inner] = (uint32_t)spec.box[d];
+      e.elementStrides[inner] = 1;
+      if (inner > 0)
+        e.strides[inner - 1] = kStrideAlign;
+    }
+    return e;
+  }
+
   e.address = args[spec.base].bits;
   if (e.address == 0)
     fail(what(), "the base '" + params[spec.base].name + "' is a null pointer");
@@ -217,9 +244,6 @@ TensorMapEncoding tensorMapEncoding(const std::string &kernel, size_t index,
 
   uint64_t eb = (uint64_t)spec.elemBytes;
   // Names for messages, built only on an error.
-  auto dimName = [&](size_t d) {
-    return "dim " + std::to_string(d) + source(spec.shape[d], params);
-  };
   auto strideName = [&](size_t d) {
     std::string name = "stride " + std::to_string(d);
     const TensorMapSpec::Operand &o = spec.strides[d];
@@ -230,13 +254,7 @@ TensorMapEncoding tensorMapEncoding(const std::string &kernel, size_t index,
   };
   for (size_t d = 0; d < rank; ++d) {
     size_t inner = rank - 1 - d; // the driver's index: innermost first
-    int64_t n = 0;
-    if (!operandValue(spec.shape[d], params, args, n))
-      fail(what(), dimName(d) + " is " + std::to_string((uint64_t)n) + ", too large");
-    if (n < 1 || (uint64_t)n > kMaxDim)
-      fail(what(), dimName(d) + " is " + std::to_string(n) +
-                         "; TMA takes 1 to 2^32 elements per dim");
-    e.dims[inner] = (uint64_t)n;
+    e.dims[inner] = (uint64_t)dimValue[d];
     e.box[inner] = (uint32_t)spec.box[d];
     e.elementStrides[inner] = 1;
 

@@ -138,7 +138,13 @@ SMEM_REVERSE_PARAMS = [("ptr", "out"), ("u32", "nbytes")]
 # that follows the kernel's own parameters into shared memory (nbytes: the box's bytes), all
 # threads copy it to out[0 : nbytes/4] as it lies there (swizzled or not), and thread 0 writes
 # the hidden parameter `marker` (after the map) as 8 bytes at out + nbytes. 128 threads.
-TMA_TILE = """
+# TMA_FILL is the module global the compiler declares beside a kernel with tensor maps (the
+# element the launcher maps a tensor without elements onto); TMA_TILE has it, TMA_TILE_BODY not.
+TMA_FILL = """
+.visible .global .align 16 .b8 tritium_tma_fill[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255};
+"""
+TMA_TILE_BODY = """
 .visible .entry tma_tile(
 	.param .u64 p_a,
 	.param .u32 p_m,
@@ -203,6 +209,7 @@ $L_done:
 	ret;
 }
 """
+TMA_TILE = TMA_FILL + TMA_TILE_BODY
 TMA_TILE_PARAMS = [("ptr", "a"), ("i32", "M"), ("i32", "K"), ("i32", "stride_am"), ("ptr", "out"),
                    ("i32", "x"), ("i32", "y"), ("u32", "nbytes"), ("u64", "marker")]
 

@@ -606,3 +606,25 @@ def test_block_ptr_dtype_is_a_pointer_to_the_block():
     dst = np.zeros(16, np.float16)
     _block_ptr_dtype_kernel[(1,)](src, dst, 13, BLOCK=16)
     np.testing.assert_array_equal(dst, np.where(np.arange(16) < 13, src, 0))
+
+
+def test_block_ptr_matmul_with_no_k_on_torch_views():
+    """K = 0 with torch tensors: torch gives a view without elements a null data_ptr, whose
+    storage is not the kernel's (it once read as a pointer of the storage's whole extent,
+    which the executor refused); the product is zeros. On sm_90a the same specialisation's
+    blocks are TMA copies with the module's fill element (test_gpu_block_ptr)."""
+    torch = pytest.importorskip("torch")
+    M, N = 128, 192
+    a = torch.randn(M, 64, dtype=torch.float16)[:, :0]  # row stride 64
+    b = torch.empty(0, N, dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), dtype=torch.float16)
+    args = (a, b, c, M, N, 0, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+            c.stride(1))
+    K.block_ptr_matmul_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](*args, BM=64, BN=64,
+                                                                        BK=32, num_stages=3)
+    assert (c == 0).all()
+    kern = K.block_ptr_matmul_kernel
+    key, params, _ = kern.specialize(kern._bind(args, dict(BM=64, BN=64, BK=32)))
+    ck = _compiler.compile_gpu(kern, params, key, num_warps=4, num_stages=3, target="sm_90a",
+                               use_cache=False, bounds_check=False)
+    assert len(ck.metadata["tensor_maps"]) == 2 and "tritium_tma_fill" in ck.asm["ptx"]

@@ -83,6 +83,20 @@ def test_block_ptr_matmul(dtype, M, N, Kd, num_stages):
     torch.testing.assert_close(c.float(), ref, rtol=2e-2, atol=tol)
 
 
+def test_block_ptr_matmul_with_no_k():
+    """K = 0 with 16-byte strides: on sm_90a A and B are TMA copies of tensors without
+    elements, which the driver cannot map; the launcher maps them onto the module's fill
+    element, and the product is zeros."""
+    M, N = 256, 512
+    a = torch.randn(M, 64, device=DEV, dtype=torch.float16)[:, :0]  # row stride 64
+    b = torch.empty(0, N, device=DEV, dtype=torch.float16)
+    c = poisoned((M, N), torch.float16)
+    K.block_ptr_matmul_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](
+        a, b, c, M, N, 0, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1), BM=64, BN=64, BK=32, num_stages=3)
+    torch.testing.assert_close(c, torch.zeros_like(c), rtol=0, atol=0)
+
+
 def test_block_ptr_matmul_transposed_b():
     M, N, Kd = 256, 192, 128
     a = torch.randn(M, Kd, device=DEV, dtype=torch.float16)

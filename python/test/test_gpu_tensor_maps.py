@@ -37,6 +37,12 @@ def cubin(C):
     return cubin
 
 
+@pytest.fixture(scope="module")
+def cubin_without_fill(C):
+    cubin, _ = C.run_ptxas(S.ptx(S.TMA_TILE_BODY, "sm_90a"), "sm_90a", [])
+    return cubin
+
+
 def tma_kernel(C, cubin, rows, cols, swizzle=0, nan_fill=False, k_const=None):
     """TMA_TILE with one fp32 map of a (an [M, K] matrix, row stride stride_am), box
     [rows, cols]; K by argument, or the constant k_const."""
@@ -111,3 +117,25 @@ def test_bad_values_fail_before_the_launch(C, cubin):
     storage = torch.randn(400, device="cuda")
     with pytest.raises(C.CudaError, match="the base 'a' is 0x[0-9a-f]+, not 16-byte aligned"):
         run_box(k, storage[1:321].view(20, 16), 0, 0, 8, 16)
+
+
+@pytest.mark.parametrize("nan_fill", [False, True], ids=["zero-fill", "nan-fill"])
+@pytest.mark.parametrize("shape", [(20, 0), (0, 40), (0, 0)])
+def test_a_tensor_without_elements_reads_the_fill_value(C, cubin, nan_fill, shape):
+    """The driver refuses a dim of 0: the launcher maps the tensor onto the module's fill element,
+    so that the box reads as wholly out of bounds."""
+    k = tma_kernel(C, cubin, 8, 16, nan_fill=nan_fill)
+    fill = float("nan") if nan_fill else 0.0
+    for a in (torch.empty(shape, device="cuda"), torch.randn(64, 64, device="cuda")[:shape[0], :shape[1]]):
+        got = run_box(k, a, 0, 0, 8, 16)
+        torch.testing.assert_close(got, torch.full((8, 16), fill, device="cuda"), equal_nan=True)
+    # and a tensor with elements after it reads its own again
+    a = torch.randn(20, 40, device="cuda")
+    torch.testing.assert_close(run_box(k, a, 16, 8, 8, 16), expected_box(a, 16, 8, 8, 16, 0.0))
+
+
+def test_a_tensor_without_elements_needs_the_fill_global(C, cubin_without_fill):
+    k = tma_kernel(C, cubin_without_fill, 8, 16)
+    with pytest.raises(C.CudaError, match="the tensor has no elements, and the kernel's module "
+                                          "declares no 'tritium_tma_fill'"):
+        run_box(k, torch.empty(20, 0, device="cuda"), 0, 0, 8, 16)

@@ -111,8 +111,12 @@ def test_persistent_descriptor_matmul_k_loop_for_sm90a(tma, monkeypatch):
         maps = k.metadata["tensor_maps"]
         assert sorted(m[0] for m in maps) == [0, 4]  # a_desc's and b_desc's base arguments
         assert ".param .align 64 .b8 matmul_persistent_tmap_1[128]" in ptx
+        # the element the launcher maps a tensor without elements onto: 16 zeros, 16 ones
+        fill = "{" + ", ".join(["0"] * 16 + ["255"] * 16) + "}"
+        assert f".visible .global .align 16 .b8 tritium_tma_fill[32] = {fill};" in ptx
     else:
         assert len(copies) == 12 and all("], 16," in line for line in copies), copies
         assert not bulk and not k.metadata.get("tensor_maps")
+        assert "tritium_tma_fill" not in ptx
     assert "mul.lo.s64" not in body and "mul.wide" not in body, body
     assert "ld.global" not in body

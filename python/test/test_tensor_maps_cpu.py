@@ -43,7 +43,8 @@ def test_gpu_kernel_takes_tensor_maps_and_shows_their_encoding():
     enc = k.tensor_map_args([0x7f0000001000, 1000, 4096, 4096, 1.0])
     assert enc[0] == {"data_type": FLOAT16, "address": 0x7f0000001000, "dims": [4096, 1000],
                       "strides": [8192], "box": [64, 128], "element_strides": [1, 1],
-                      "interleave": 0, "swizzle": 3, "l2_promotion": 2, "oob_fill": 0}
+                      "interleave": 0, "swizzle": 3, "l2_promotion": 2, "oob_fill": 0,
+                      "empty": False}
     # Constants give the same dims and strides; no swizzle, NaN fill.
     assert enc[1] == dict(enc[0], swizzle=0, oob_fill=1)
     # Without maps: none, and nothing to encode.
@@ -91,7 +92,7 @@ def test_tensor_maps_go_before_the_hidden_parameters():
      "of 16"),
     ([0x1008, 8, 4096, 4096, 0.0], "the base 'a_ptr' is 0x1008, not 16-byte aligned"),
     ([None, 8, 4096, 4096, 0.0], "the base 'a_ptr' is a null pointer"),
-    ([0x1000, -1, 4096, 4096, 0.0], "dim 0 \\(argument 'M'\\) is -1; TMA takes 1 to 2\\^32"),
+    ([0x1000, -1, 4096, 4096, 0.0], "dim 0 \\(argument 'M'\\) is -1; TMA takes 0 to 2\\^32"),
     ([0x1000, 8, 4096, -4096, 0.0], "stride 0 \\(argument 'stride_am'\\) is -4096 elements; TMA "
                                     "takes no negative strides"),
 ])
@@ -100,6 +101,18 @@ def test_launch_values_the_driver_would_refuse(args, message):
     with pytest.raises(C.CudaError, match="kernel 'matmul': TMA tensor map 0 \\(of 'a_ptr'\\): "
                                           + message):
         k.tensor_map_args(args)
+
+
+@pytest.mark.parametrize("args", [[0x1000, 8, 0, 4096, 0.0], [None, 0, 4096, 20, 0.0],
+                                  [0x1008, 0, 0, -4096, 0.0]])
+def test_a_tensor_without_elements_gets_a_placeholder_map(args):
+    """A dim of 0 (which the driver refuses): whatever the base and strides, every dim is 1 and
+    every stride 16 bytes, the box stays, and the launcher supplies the address (the module's
+    fill element: test_gpu_tensor_maps)."""
+    e = kernel([spec()]).tensor_map_args(args)[0]
+    assert e["empty"] and e["address"] == 0
+    assert e["dims"] == [1, 1] and e["strides"] == [16] and e["box"] == [64, 128]
+    assert not kernel([spec()]).tensor_map_args([0x1000, 8, 64, 64, 0.0])[0]["empty"]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -151,6 +151,31 @@ TEST(TensorMap, EncodesA2DFp16MatrixInnermostFirst) {
                      "{8192}, box {64, 128}, swizzle 3, oob fill 0 (innermost dim first)");
 }
 
+TEST(TensorMap, ATensorWithoutElementsGetsAOneElementPlaceholder) {
+  // K = 0: whatever the base (null here) and the strides (20 elements: not 16-byte
+  // multiples), every dim becomes 1 and every stride 16 bytes, the box stays; the
+  // launcher supplies the address (its module's fill element).
+  for (auto args : {matmulArgs(0, 8, 0, 20), matmulArgs(0x1008, 0, 4096, -4), matmulArgs(0, 0, 0, 0)}) {
+    TensorMapEncoding e = encodeMatmul(matmulSpec(), args);
+    EXPECT_TRUE(e.empty);
+    EXPECT_EQ(e.address, 0u);
+    EXPECT_EQ(e.dims[0], 1u);
+    EXPECT_EQ(e.dims[1], 1u);
+    EXPECT_EQ(e.strides[0], 16u);
+    EXPECT_EQ(e.box[0], 64u);
+    EXPECT_EQ(e.box[1], 128u);
+    EXPECT_EQ(e.swizzle, 3);
+  }
+  TensorMapSpec nan = matmulSpec();
+  nan.nanFill = true;
+  EXPECT_EQ(encodeMatmul(nan, matmulArgs(0x1000, 8, 0, 4096)).oobFill, 1);
+  EXPECT_FALSE(encodeMatmul(matmulSpec(), matmulArgs(0x1000, 1, 1, 8)).empty);
+  // A negative dim is still an error, even beside a 0.
+  EXPECT_EQ(errorOf([] { encodeMatmul(matmulSpec(), matmulArgs(0x1000, 0, -1, 4096)); }),
+            "kernel 'matmul': TMA tensor map 0 (of 'a_ptr'): dim 1 (argument 'K') is -1; TMA "
+            "takes 0 to 2^32 elements per dim");
+}
+
 TEST(TensorMap, ConstantsAndArgumentsGiveTheSameEncoding) {
   uint64_t a = 0x10000;
   std::vector<ArgSlot> args = matmulArgs(a, 1000, 4096, 4096);
@@ -208,7 +233,7 @@ TEST(TensorMap, RejectsNegativeInt32Values) {
   // The slot holds the i32 in its low 4 bytes: -1 reads as -1, not 2^32-1.
   EXPECT_EQ(errorOf([] { encodeMatmul(matmulSpec(), matmulArgs(0x1000, -1, 4096, 4096)); }),
             "kernel 'matmul': TMA tensor map 0 (of 'a_ptr'): dim 0 (argument 'M') is -1; TMA "
-            "takes 1 to 2^32 elements per dim");
+            "takes 0 to 2^32 elements per dim");
   EXPECT_EQ(errorOf([] { encodeMatmul(matmulSpec(), matmulArgs(0x1000, 8, 4096, -4096)); }),
             "kernel 'matmul': TMA tensor map 0 (of 'a_ptr'): stride 0 (argument 'stride_am') is "
             "-4096 elements; TMA takes no negative strides");
@@ -226,13 +251,11 @@ TEST(TensorMap, ValueErrorsNameTheKernelMapAndValue) {
   EXPECT_EQ(msg(s, matmulArgs(0x1008, 8, 4096, 4096)),
             prefix + "the base 'a_ptr' is 0x1008, not 16-byte aligned");
   EXPECT_EQ(msg(s, matmulArgs(0, 8, 4096, 4096)), prefix + "the base 'a_ptr' is a null pointer");
-  EXPECT_EQ(msg(s, matmulArgs(0x1000, 8, 0, 4096)),
-            prefix + "dim 1 (argument 'K') is 0; TMA takes 1 to 2^32 elements per dim");
 
   TensorMapSpec big = s; // constants beyond the driver's limits
   big.shape[0] = Op{-1, (int64_t(1) << 32) + 1};
   EXPECT_EQ(msg(big, matmulArgs(0x1000, 8, 4096, 4096)),
-            prefix + "dim 0 is 4294967297; TMA takes 1 to 2^32 elements per dim");
+            prefix + "dim 0 is 4294967297; TMA takes 0 to 2^32 elements per dim");
   big = s;
   big.shape[0] = Op{-1, int64_t(1) << 32}; // the largest dim is fine
   EXPECT_EQ(msg(big, matmulArgs(0x1000, 8, 4096, 4096)), "");

@@ -47,6 +47,7 @@ enum CUfuncAttr : int {
   CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
   CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
 };
 
 inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
@@ -92,6 +93,9 @@ struct Driver {
                              void **) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
   CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr) = nullptr;
+  // Optional: the address and size of a module's global (the TMA fill
+  // element, kTmaFillSymbol).
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *) = nullptr;
   // Optional (null when the driver lacks it): swaps this thread's stream
   // capture mode with *mode (a CUstreamCaptureMode).
   CUresult (*cuThreadExchangeStreamCaptureMode)(int *mode) = nullptr;

@@ -92,11 +92,12 @@ public:
 
 private:
   // The launch of a kernel with tensor maps: `ptrs` has room for them.
-  void launchWithTensorMaps(Driver &d, CUfunction fn, int64_t gx, int64_t gy, int64_t gz,
-                            uint64_t stream, const ArgSlot *args, void **ptrs);
+  void launchWithTensorMaps(Driver &d, int device, CUfunction fn, int64_t gx, int64_t gy,
+                            int64_t gz, uint64_t stream, const ArgSlot *args, void **ptrs);
   // Encodes map i for `args` into `out`, reusing the last encoding of the
   // same arguments.
-  void encodeTensorMapFor(Driver &d, size_t i, const ArgSlot *args, TensorMapBuffer &out);
+  void encodeTensorMapFor(Driver &d, int device, size_t i, const ArgSlot *args,
+                          TensorMapBuffer &out);
   void cuLaunch(Driver &d, CUfunction fn, int64_t gx, int64_t gy, int64_t gz,
                 uint64_t stream, void **ptrs);
 
@@ -112,6 +113,9 @@ private:
   std::array<std::atomic<CUfunction>, kMaxDevices> functions_{};
   std::array<CUmodule, kMaxDevices> modules_{};
   std::array<std::array<int, 3>, kMaxDevices> maxGrid_{};
+  // Per device: the address of the module's TMA fill element
+  // (kTmaFillSymbol), 0 when it has none.
+  std::array<CUdeviceptr, kMaxDevices> tmaFill_{};
   std::vector<TensorMapSpec> tensorMaps_;
   size_t tensorMapPosition_ = 0;
   // The last encoding of each map (the driver's encoding is a pure function

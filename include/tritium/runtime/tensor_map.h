@@ -59,6 +59,11 @@ struct TensorMapEncoding {
   int swizzle = 0;
   int l2Promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
   int oobFill = CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
+  /// A dim of the tensor is 0: no element is in bounds. The dims are all 1,
+  /// the strides 16 bytes and the address 0; the launcher points the map at
+  /// its module's fill element (kTmaFillSymbol), so that every read gives
+  /// the fill value.
+  bool empty = false;
 
   bool operator==(const TensorMapEncoding &) const = default;
   /// "address 0x..., data type 6, dims {4096, 1000}, byte strides {8192},

@@ -84,6 +84,16 @@ struct TensorMapSpec {
   }
 };
 
+/// The module-level global a kernel with tensor maps declares: 16 zero bytes
+/// then 16 bytes of ones. The launcher points the map of a tensor with no
+/// elements (a dim of 0, which the driver refuses) at it as a one-element
+/// tensor whose element is the fill value (zero, or NaN: all ones is a NaN
+/// in every float format), so that every read gives what an out-of-bounds
+/// read would.
+inline constexpr const char *kTmaFillSymbol = "tritium_tma_fill";
+inline constexpr int kTmaFillBytes = 32;
+inline constexpr int kTmaFillNanOffset = 16;
+
 /// The parameter's size in bytes as the kernel reads it.
 inline int paramBytes(const KernelParam &p) {
   switch (p.kind) {

@@ -791,6 +791,14 @@ std::string Emitter::emitKernel(std::vector<KernelParam> &params) {
   head << debugModuleDecls(*this);
   if (gpu::sharedBytes(fn) > 0)
     head << ".extern .shared .align 16 .b8 global_smem[];\n\n";
+  if (!tensorMaps.empty()) {
+    // The launcher maps a tensor without elements onto this (kernel_abi.h).
+    head << ".visible .global .align 16 .b8 " << kTmaFillSymbol << "[" << kTmaFillBytes
+         << "] = {";
+    for (int i = 0; i < kTmaFillBytes; ++i)
+      head << (i ? ", " : "") << (i < kTmaFillNanOffset ? 0 : 255);
+    head << "};\n\n";
+  }
   head << ".visible .entry " << name << "(\n" << sig.str() << "\n)\n";
   head << ".maxntid " << numWarps * gpu::kThreadsPerWarp << ", 1, 1\n";
   // With .maxntid alone, ptxas aims at full occupancy (2048 threads per SM:

@@ -127,7 +127,9 @@ def pointer_arg(x, what):
         itemsize = x.element_size()
         end = _footprint_end(address, x.shape, [s * itemsize for s in x.stride()], itemsize)
         before = 0
-        if device == "cpu":
+        # torch gives a tensor without elements (a view too) a null data_ptr: no storage
+        # around it is the kernel's to read.
+        if device == "cpu" and address != 0:
             try:
                 storage = x.untyped_storage()
                 end = max(end, storage.data_ptr() + storage.nbytes())
