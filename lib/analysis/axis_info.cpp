@@ -149,6 +149,7 @@ OpSupport axisInfoSupport(OpCode c) {
   case OpCode::GetNumPrograms:
   case OpCode::Load:
   case OpCode::DescriptorLoad:
+  case OpCode::DescriptorStore:
   case OpCode::Store:
   case OpCode::AtomicRMW:
   case OpCode::AtomicCAS:

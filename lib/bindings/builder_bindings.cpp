@@ -362,6 +362,23 @@ void bindBuilder(py::module_ &m) {
           py::arg("base"), py::arg("shape"), py::arg("strides"), py::arg("offsets"),
           py::arg("block_shape"), py::arg("padding"))
       .def(
+          "descriptor_store",
+          [](py::object s, py::handle base, py::list shape, py::list strides, py::list offsets,
+             py::handle value) {
+            Builder &bd = self(s);
+            auto values = [&](py::list l, const char *what) {
+              std::vector<Value *> out;
+              for (py::handle h : l)
+                out.push_back(valueArg(bd, h, what));
+              return out;
+            };
+            bd.descriptorStore(valueArg(bd, base, "base"), values(shape, "shape"),
+                               values(strides, "strides"), values(offsets, "offsets"),
+                               opnd(bd, value));
+          },
+          py::arg("base"), py::arg("shape"), py::arg("strides"), py::arg("offsets"),
+          py::arg("value"))
+      .def(
           "load",
           [](py::object s, py::handle ptr, py::handle mask, py::handle other,
              const std::string &cache, const std::string &eviction,

@@ -62,6 +62,7 @@ OpClass classify(OpCode c) {
   case OpCode::AddPtr:
   case OpCode::Load:
   case OpCode::DescriptorLoad:
+  case OpCode::DescriptorStore:
   case OpCode::Store:
   case OpCode::AtomicRMW:
   case OpCode::AtomicCAS:

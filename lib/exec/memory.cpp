@@ -331,6 +331,45 @@ RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsign
 
 namespace {
 
+/// tt.descriptor_store: descriptorBlock's addressing, written where inside.
+void descriptorStore(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  Lanes val(f[op.in[0]]);
+  const RValue &base = f[op.in[1]];
+  DType dt = pointeeDType(base);
+  uint64_t size = uint64_t(byteSize(dt));
+  Checker check{ctx, op, "store", byteSize(dt)};
+  const std::vector<int64_t> &block = op.op->operand(0)->type()->shape();
+  size_t rank = block.size();
+  std::vector<int64_t> shape(rank), stride(rank), off(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    shape[d] = f[op.in[2 + d]].data()[0].i;
+    stride[d] = f[op.in[2 + rank + d]].data()[0].i;
+    off[d] = f[op.in[2 + 2 * rank + d]].data()[0].i;
+  }
+  PointerTable &table = ctx.run->pointers;
+  PtrParts pp = ptrParts(table, base.data()[0].u);
+  std::vector<int64_t> idx(rank, 0);
+  int64_t n = 1;
+  for (int64_t b : block)
+    n *= b;
+  for (int64_t i = 0; i < n; ++i) {
+    bool inside = true;
+    uint64_t elems = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      int32_t k = int32_t(uint32_t(off[d]) + uint32_t(idx[d])); // i32 add, wrapping
+      inside = inside && k >= 0 && k < shape[d];
+      elems += uint64_t(int64_t(k)) * uint64_t(stride[d]);
+    }
+    if (inside)
+      writeElem(check(makePtr(table, pp.prov, pp.off + elems * size)), val[i], dt);
+    for (size_t d = rank; d-- > 0;) // row-major: the last dim fastest
+      if (++idx[d] < block[d])
+        break;
+      else
+        idx[d] = 0;
+  }
+}
+
 void store(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
   const RValue &ptr = f[op.in[0]];
   DType dt = pointeeDType(ptr);
@@ -477,6 +516,9 @@ void evalMemoryOp(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
     return;
   case OpCode::Store:
     store(op, f, ctx);
+    return;
+  case OpCode::DescriptorStore:
+    descriptorStore(op, f, ctx);
     return;
   case OpCode::AtomicRMW:
     f[op.out[0]] = atomicRMW(op, f, ctx);

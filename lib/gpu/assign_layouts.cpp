@@ -619,6 +619,8 @@ OpSupport layoutSupport(OpCode c) {
     return OpSupport::Handled;
   // Layouts are chosen per function; the pipeline inlines calls first.
   case OpCode::Call:
+  // expand-descriptor-loads makes every descriptor store a tt.store first.
+  case OpCode::DescriptorStore:
   case OpCode::MemDescIndex: // GPU IR only, like the ops below
   case OpCode::MemDescTrans:
     return OpSupport::Rejected;

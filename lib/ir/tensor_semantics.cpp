@@ -414,6 +414,24 @@ Value *Builder::descriptorLoad(Value *base, const std::vector<Value *> &shape,
             Type::tensor(base->type()->pointee(), blockShape), {{"padding", padding}});
 }
 
+void Builder::descriptorStore(Value *base, const std::vector<Value *> &shape,
+                              const std::vector<Value *> &strides,
+                              const std::vector<Value *> &offsets, Operand value) {
+  requireValue(base, "descriptor base");
+  Value *val = materialize(value);
+  if (!val->type()->isTensor())
+    error("desc.store: the value must be a block, found " + val->type()->str());
+  size_t r = shapeOf(val).size();
+  if (shape.size() != r || strides.size() != r || offsets.size() != r)
+    error("desc.store: a rank-" + std::to_string(r) + " block needs " + std::to_string(r) +
+          " dims, strides and offsets");
+  val = castElem(*this, val, base->type()->pointee());
+  std::vector<Value *> operands{val, base};
+  for (const auto *vs : {&shape, &strides, &offsets})
+    operands.insert(operands.end(), vs->begin(), vs->end());
+  create(OpCode::DescriptorStore, operands, {});
+}
+
 void Builder::store(Value *ptr, Operand value, Value *mask,
                     const std::string &cache, const std::string &eviction) {
   requireValue(ptr, "store pointer");

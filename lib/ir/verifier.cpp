@@ -334,6 +334,8 @@ private:
       scalarOperand(op, unsigned(first + 1 + rank + d), DType::I64, "a stride");
       scalarOperand(op, unsigned(first + 1 + 2 * rank + d), DType::I32, "an offset");
     }
+  }
+  void checkPadding(const Operation &op, const Type *block) const {
     oneOf(op, "padding", op.strAttr("padding"), {"zero", "nan"});
     if (op.strAttr("padding") == "nan" && !isFloat(block->element()->dtype()))
       fail(op, "padding \"nan\" needs a floating-point element, found " +
@@ -341,6 +343,10 @@ private:
   }
   void checkDescriptorLoad(const Operation &op) const {
     checkDescriptorOperands(op, 0, tensorResult(op));
+    checkPadding(op, rty(op));
+  }
+  void checkDescriptorStore(const Operation &op) const {
+    checkDescriptorOperands(op, 1, tensorOperand(op));
   }
   void expectType(const Operation &op, const std::string &what, const Type *got,
                   const Type *want) const {
@@ -660,6 +666,9 @@ private:
     }
     case OpCode::DescriptorLoad:
       checkDescriptorLoad(op);
+      return;
+    case OpCode::DescriptorStore:
+      checkDescriptorStore(op);
       return;
     case OpCode::Store: {
       const Type *val = pointeeValueType(op);
@@ -1052,6 +1061,7 @@ private:
       barrierOperand(op, 1);
       scalarOperand(op, 2, DType::I1, "predicate");
       checkDescriptorOperands(op, 3, m);
+      checkPadding(op, m);
       return;
     }
     case OpCode::FenceAsyncShared:

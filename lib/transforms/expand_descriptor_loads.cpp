@@ -117,30 +117,46 @@ bool keptForTMA(const Function &f, const Users &users, Operation &op,
   return true;
 }
 
-/// The masked tt.load of `op`'s block, built at b's insertion point.
-Value *expandDescriptorLoad(Builder &b, Operation &op) {
-  const std::vector<int64_t> &block = op.result(0)->type()->shape();
+/// The pointers and the in-bounds mask of a descriptor block whose base is
+/// operand `first` of `op` (shape, strides and offsets follow it), built at
+/// b's insertion point.
+std::pair<Value *, Value *> blockPointers(Builder &b, Operation &op, unsigned first,
+                                          const std::vector<int64_t> &block) {
   size_t r = block.size();
-  Value *ptrs = op.operand(0), *mask = nullptr;
+  Value *ptrs = op.operand(first), *mask = nullptr;
   for (size_t d = 0; d < r; ++d) {
-    Value *idx = b.binary("add", b.arange(0, block[d]), op.operand(unsigned(1 + 2 * r + d)));
+    Value *idx =
+        b.binary("add", b.arange(0, block[d]), op.operand(unsigned(first + 1 + 2 * r + d)));
     for (size_t k = 0; k < d; ++k)
       idx = b.expandDims(idx, 0);
     for (size_t k = d + 1; k < r; ++k)
       idx = b.expandDims(idx, int(k));
-    Value *term = b.binary("mul", b.cast(idx, DType::I64), op.operand(unsigned(1 + r + d)));
+    Value *term =
+        b.binary("mul", b.cast(idx, DType::I64), op.operand(unsigned(first + 1 + r + d)));
     ptrs = b.binary("add", ptrs, term);
     Value *inside = b.binary("logical_and", b.binary("ge", idx, Operand::ofInt(0)),
-                             b.binary("lt", idx, op.operand(unsigned(1 + d))));
+                             b.binary("lt", idx, op.operand(unsigned(first + 1 + d))));
     mask = mask ? b.binary("logical_and", mask, inside) : inside;
   }
-  mask = b.broadcastTo(mask, block);
+  return {ptrs, b.broadcastTo(mask, block)};
+}
+
+/// The masked tt.load of `op`'s block, built at b's insertion point.
+Value *expandDescriptorLoad(Builder &b, Operation &op) {
+  const std::vector<int64_t> &block = op.result(0)->type()->shape();
+  auto [ptrs, mask] = blockPointers(b, op, 0, block);
   bool isF = isFloat(op.result(0)->type()->element()->dtype());
   Operand pad = op.strAttr("padding") == "nan"
                     ? Operand::ofFloat(std::numeric_limits<double>::quiet_NaN())
                 : isF ? Operand::ofFloat(0.0)
                       : Operand::ofInt(0);
   return b.load(ptrs, mask, pad);
+}
+
+/// The masked tt.store of `op`'s value, built at b's insertion point.
+void expandDescriptorStore(Builder &b, Operation &op) {
+  auto [ptrs, mask] = blockPointers(b, op, 1, op.operand(0)->type()->shape());
+  b.store(ptrs, op.operand(0), mask);
 }
 
 } // namespace
@@ -168,6 +184,20 @@ void expandDescriptorLoads(Module &m, const PipelineOptions &opts, PassStats &st
       replaceAllUsesWith(f, op->result(0), v);
       op->erase();
       stats.add("expand-descriptor-loads.expanded");
+    }
+    // Stores: expanded on every target (TMA stores are not emitted yet).
+    std::vector<Operation *> stores;
+    f.walk([&](Operation *op) {
+      if (op->code() == OpCode::DescriptorStore)
+        stores.push_back(op);
+    });
+    for (Operation *op : stores) {
+      Builder b(m);
+      b.setInsertionPoint(op);
+      b.setLoc(op->loc());
+      expandDescriptorStore(b, *op);
+      op->erase();
+      stats.add("expand-descriptor-loads.stores-expanded");
     }
   }
 }

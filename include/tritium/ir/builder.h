@@ -202,6 +202,12 @@ public:
                         const std::vector<Value *> &strides,
                         const std::vector<Value *> &offsets,
                         const std::vector<int64_t> &blockShape, const std::string &padding);
+  /// desc.store: a tt.descriptor_store of `value` (a tensor of the block's
+  /// shape, cast to the base's element type) at `offsets` of the tensor that
+  /// descriptorLoad describes; out-of-bounds elements are not written.
+  void descriptorStore(Value *base, const std::vector<Value *> &shape,
+                       const std::vector<Value *> &strides, const std::vector<Value *> &offsets,
+                       Operand value);
   /// tl.store; cache modifiers ".wb", ".cg", ".cs", ".wt".
   void store(Value *ptr, Operand value, Value *mask,
              const std::string &cache = "", const std::string &eviction = "");

@@ -563,6 +563,7 @@ PtxFamily ptxFamily(OpCode c) {
     return PtxFamily::Debug;
   case OpCode::Call:
   case OpCode::DescriptorLoad:
+  case OpCode::DescriptorStore:
     return PtxFamily::Rejected;
   default:
     if ((traits & SHARED) || c == OpCode::MemDescIndex ||
@@ -580,6 +581,8 @@ PtxFamily ptxFamily(OpCode c) {
   case OpCode::DescriptorLoad:
     e.internalError(op, "was neither expanded (expand-descriptor-loads) nor copied with TMA "
                         "(pipeline)");
+  case OpCode::DescriptorStore:
+    e.internalError(op, "was not expanded (expand-descriptor-loads)");
   default:
     e.internalError(op, "is refused by the PTX emitter without a reason");
   }

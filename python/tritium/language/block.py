@@ -434,6 +434,14 @@ class tensor_descriptor(_Aggregate):
 
     def store(self, offsets, value):
         v = _store_value(value, self._block_shape, "desc.store")
+        if self.dtype != core.int1:
+            # tt.descriptor_store: expand-descriptor-loads makes it the masked store below
+            # in the GPU compile; the executor runs it as one.
+            _builder().descriptor_store(self.base.handle, [s.handle for s in self._shape],
+                                        [s.handle for s in self._strides],
+                                        [o.handle for o in self._offsets(offsets, "desc.store")],
+                                        v)
+            return
         ptrs, mask = self._access(offsets, "desc.store")
         _builder().store(ptrs, v, mask)
 
