@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 namespace tritium::exec {
@@ -289,13 +290,14 @@ RValue load(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
 /// for element: i32 indices, i64 products, addresses modulo 2^64).
 } // namespace
 
-RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
-                       const Type *type) {
+/// Each element of the `block` whose base is operand `first` of `op` (shape,
+/// strides and offsets follow it), row-major: visit(i, ptr) with its
+/// address where every index is inside the shape, visit(i, nullopt) where not.
+template <typename Visit>
+void forEachDescriptorElement(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
+                              const std::vector<int64_t> &block, Visit visit) {
   const RValue &base = f[op.in[first]];
-  DType dt = pointeeDType(base);
-  uint64_t size = uint64_t(byteSize(dt));
-  Checker check{ctx, op, "load", byteSize(dt)};
-  const std::vector<int64_t> &block = type->shape();
+  uint64_t size = uint64_t(byteSize(pointeeDType(base)));
   size_t rank = block.size();
   std::vector<int64_t> shape(rank), stride(rank), off(rank);
   for (size_t d = 0; d < rank; ++d) {
@@ -303,55 +305,12 @@ RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsign
     stride[d] = f[op.in[first + 1 + rank + d]].data()[0].i;
     off[d] = f[op.in[first + 1 + 2 * rank + d]].data()[0].i;
   }
-  Slot pad{};
-  if (op.op->strAttr("padding") == "nan")
-    pad.f = std::numeric_limits<double>::quiet_NaN();
   PointerTable &table = ctx.run->pointers;
   PtrParts pp = ptrParts(table, base.data()[0].u);
-  RValue r = RValue::alloc(type);
-  Slot *z = r.mutableData();
-  std::vector<int64_t> idx(rank, 0);
-  for (int64_t i = 0, n = r.size(); i < n; ++i) {
-    bool inside = true;
-    uint64_t elems = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      int32_t k = int32_t(uint32_t(off[d]) + uint32_t(idx[d])); // i32 add, wrapping
-      inside = inside && k >= 0 && k < shape[d];
-      elems += uint64_t(int64_t(k)) * uint64_t(stride[d]);
-    }
-    z[i] = inside ? readElem(check(makePtr(table, pp.prov, pp.off + elems * size)), dt) : pad;
-    for (size_t d = rank; d-- > 0;) // row-major: the last dim fastest
-      if (++idx[d] < block[d])
-        break;
-      else
-        idx[d] = 0;
-  }
-  return r;
-}
-
-namespace {
-
-/// tt.descriptor_store: descriptorBlock's addressing, written where inside.
-void descriptorStore(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
-  Lanes val(f[op.in[0]]);
-  const RValue &base = f[op.in[1]];
-  DType dt = pointeeDType(base);
-  uint64_t size = uint64_t(byteSize(dt));
-  Checker check{ctx, op, "store", byteSize(dt)};
-  const std::vector<int64_t> &block = op.op->operand(0)->type()->shape();
-  size_t rank = block.size();
-  std::vector<int64_t> shape(rank), stride(rank), off(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    shape[d] = f[op.in[2 + d]].data()[0].i;
-    stride[d] = f[op.in[2 + rank + d]].data()[0].i;
-    off[d] = f[op.in[2 + 2 * rank + d]].data()[0].i;
-  }
-  PointerTable &table = ctx.run->pointers;
-  PtrParts pp = ptrParts(table, base.data()[0].u);
-  std::vector<int64_t> idx(rank, 0);
   int64_t n = 1;
   for (int64_t b : block)
     n *= b;
+  std::vector<int64_t> idx(rank, 0);
   for (int64_t i = 0; i < n; ++i) {
     bool inside = true;
     uint64_t elems = 0;
@@ -360,14 +319,44 @@ void descriptorStore(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
       inside = inside && k >= 0 && k < shape[d];
       elems += uint64_t(int64_t(k)) * uint64_t(stride[d]);
     }
-    if (inside)
-      writeElem(check(makePtr(table, pp.prov, pp.off + elems * size)), val[i], dt);
+    visit(i, inside ? std::optional<uint64_t>(makePtr(table, pp.prov, pp.off + elems * size))
+                    : std::nullopt);
     for (size_t d = rank; d-- > 0;) // row-major: the last dim fastest
       if (++idx[d] < block[d])
         break;
       else
         idx[d] = 0;
   }
+}
+
+RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
+                       const Type *type) {
+  DType dt = pointeeDType(f[op.in[first]]);
+  Checker check{ctx, op, "load", byteSize(dt)};
+  Slot pad{};
+  if (op.op->strAttr("padding") == "nan")
+    pad.f = std::numeric_limits<double>::quiet_NaN();
+  RValue r = RValue::alloc(type);
+  Slot *z = r.mutableData();
+  forEachDescriptorElement(op, f, ctx, first, type->shape(),
+                           [&](int64_t i, std::optional<uint64_t> p) {
+                             z[i] = p ? readElem(check(*p), dt) : pad;
+                           });
+  return r;
+}
+
+namespace {
+
+/// tt.descriptor_store: descriptorBlock's addressing, written where inside.
+void descriptorStore(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  Lanes val(f[op.in[0]]);
+  DType dt = pointeeDType(f[op.in[1]]);
+  Checker check{ctx, op, "store", byteSize(dt)};
+  forEachDescriptorElement(op, f, ctx, 1, op.op->operand(0)->type()->shape(),
+                           [&](int64_t i, std::optional<uint64_t> p) {
+                             if (p)
+                               writeElem(check(*p), val[i], dt);
+                           });
 }
 
 void store(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {

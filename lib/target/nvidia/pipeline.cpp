@@ -167,9 +167,14 @@ void compileKernel(const Module &m, const std::string &kernel,
       auto it = r.stats.counters.find(name);
       return it == r.stats.counters.end() ? int64_t(0) : it->second;
     };
-    int64_t expandedBefore = counter("expand-descriptor-loads.expanded");
+    // Loads and stores alike: either expansion leaves index arithmetic to fold.
+    auto expanded = [&] {
+      return counter("expand-descriptor-loads.expanded") +
+             counter("expand-descriptor-loads.stores-expanded");
+    };
+    int64_t expandedBefore = expanded();
     runPasses(*gm, {"expand-descriptor-loads"}, r.stats, opts, tilePasses());
-    if (counter("expand-descriptor-loads.expanded") != expandedBefore)
+    if (expanded() != expandedBefore)
       runPasses(*gm, {"canonicalize", "cse", "licm-scalars", "dce"}, r.stats, opts,
                 tilePasses());
     // A dot loop whose tl.where masks are all true on a prefix of its
