@@ -339,6 +339,11 @@ uint64_t ptrFromAddress(const RunState &run, uint64_t addr);
 /// a tensor of `type`.
 RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
                        const Type *type);
+/// Writes `value` (a tensor of the block's shape) to the block of the
+/// tensor descriptor whose base is op's operand `first` (tt.descriptor_store's
+/// semantics: elements outside the tensor are not written).
+void descriptorWrite(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
+                     const RValue &value);
 RValue loadThrough(const OpPlan &op, const RValue &ptr, const RValue *mask,
                    const RValue *other, const Type *type,
                    const ProgramCtx &ctx);

@@ -81,6 +81,7 @@ OpClass classify(OpCode c) {
   case OpCode::InitBarrier:
   case OpCode::InvalBarrier:
   case OpCode::AsyncTMACopyGlobalToLocal:
+  case OpCode::AsyncTMACopyLocalToGlobal:
   case OpCode::FenceAsyncShared:
   case OpCode::BarrierExpect:
   case OpCode::ArriveBarrier:

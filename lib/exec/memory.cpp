@@ -345,18 +345,23 @@ RValue descriptorBlock(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsign
   return r;
 }
 
-namespace {
-
-/// tt.descriptor_store: descriptorBlock's addressing, written where inside.
-void descriptorStore(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
-  Lanes val(f[op.in[0]]);
-  DType dt = pointeeDType(f[op.in[1]]);
+void descriptorWrite(const OpPlan &op, Frame &f, const ProgramCtx &ctx, unsigned first,
+                     const RValue &value) {
+  Lanes val(value);
+  DType dt = pointeeDType(f[op.in[first]]);
   Checker check{ctx, op, "store", byteSize(dt)};
-  forEachDescriptorElement(op, f, ctx, 1, op.op->operand(0)->type()->shape(),
+  forEachDescriptorElement(op, f, ctx, first, value.type()->shape(),
                            [&](int64_t i, std::optional<uint64_t> p) {
                              if (p)
                                writeElem(check(*p), val[i], dt);
                            });
+}
+
+namespace {
+
+/// tt.descriptor_store: descriptorBlock's addressing, written where inside.
+void descriptorStore(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {
+  descriptorWrite(op, f, ctx, 1, f[op.in[0]]);
 }
 
 void store(const OpPlan &op, Frame &f, const ProgramCtx &ctx) {

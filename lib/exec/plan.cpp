@@ -313,6 +313,7 @@ private:
     case OpCode::InitBarrier:
     case OpCode::InvalBarrier:
     case OpCode::AsyncTMACopyGlobalToLocal:
+    case OpCode::AsyncTMACopyLocalToGlobal:
     case OpCode::FenceAsyncShared:
     case OpCode::BarrierExpect:
     case OpCode::ArriveBarrier:

@@ -95,6 +95,7 @@ void planSharedMemoryOp(const Operation &op, OpPlan &p) {
     p.sharedOffsets = offsetsOf(op, memdescOf(op, 1));
     return;
   case OpCode::AsyncTMACopyGlobalToLocal:
+  case OpCode::AsyncTMACopyLocalToGlobal:
     p.sharedOffsets = offsetsOf(op, memdescOf(op, 0));
     return;
   case OpCode::MemDescIndex: {
@@ -219,6 +220,20 @@ void evalSharedMemoryOp(const OpPlan &op, Frame &f, ProgramCtx &ctx) {
     RValue v = descriptorBlock(op, f, ctx, 3, Type::tensor(m->element(), m->shape()));
     for (int64_t i = 0; i < n; ++i)
       buf[elemBase(s) + op.sharedOffsets[i]] = v[i];
+    return;
+  }
+  case OpCode::AsyncTMACopyLocalToGlobal: {
+    // Done at once: the buffer read as a tile, then tt.descriptor_store's
+    // semantics.
+    uint64_t s = f[op.in[0]][0].u;
+    int64_t n = (int64_t)op.sharedOffsets.size();
+    const std::vector<Slot> &buf = storage(ctx, op, s, n);
+    const Type *m = op.op->operand(0)->type();
+    RValue v = RValue::alloc(Type::tensor(m->element(), m->bufferShape()));
+    Slot *z = v.mutableData();
+    for (int64_t i = 0; i < n; ++i)
+      z[i] = buf[elemBase(s) + op.sharedOffsets[i]];
+    descriptorWrite(op, f, ctx, 1, v);
     return;
   }
   case OpCode::WarpGroupDot: {

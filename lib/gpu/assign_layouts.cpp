@@ -584,6 +584,9 @@ OpSupport layoutSupport(OpCode c) {
   case OpCode::DescriptorLoad:
   case OpCode::Load:
   case OpCode::Store:
+  // A descriptor store kept for TMA (sm_90a) takes its value in any layout
+  // (lower-tma-stores writes it to shared memory): no anchor.
+  case OpCode::DescriptorStore:
   case OpCode::AtomicRMW:
   case OpCode::AtomicCAS:
   case OpCode::Broadcast:
@@ -619,8 +622,6 @@ OpSupport layoutSupport(OpCode c) {
     return OpSupport::Handled;
   // Layouts are chosen per function; the pipeline inlines calls first.
   case OpCode::Call:
-  // expand-descriptor-loads makes every descriptor store a tt.store first.
-  case OpCode::DescriptorStore:
   case OpCode::MemDescIndex: // GPU IR only, like the ops below
   case OpCode::MemDescTrans:
     return OpSupport::Rejected;

@@ -208,6 +208,11 @@ Effects effectsOf(Function &f, const MemDescBytes &md, const Operation &op) {
   case OpCode::LocalLoad:
     touch(op.operand(0), false);
     return e;
+  case OpCode::AsyncTMACopyLocalToGlobal:
+    // Thread 0's copy has read the buffer when the op ends (its wait): a
+    // read pending like a ttg.local_load's.
+    touch(op.operand(0), false);
+    return e;
   case OpCode::WarpGroupDot:
     if (!op.operand(0)->type()->isTensor()) // else A is in registers
       touch(op.operand(0), false);

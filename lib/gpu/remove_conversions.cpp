@@ -486,6 +486,10 @@ const PassTable &gpuPasses() {
        "Software-pipeline loops: loads into shared memory become "
        "multi-buffered async copies num_stages-1 iterations ahead",
        pipelineLoops},
+      {"lower-tma-stores",
+       "Tensor-descriptor stores kept for TMA (sm_90a): the value to shared "
+       "memory, then one cp.async.bulk.tensor store per box",
+       lowerTMAStores},
       {"fuse-multiply-add",
        "a * b + c as one math.fma (f32/f64, the mul used once), where "
        "enable_fp_fusion allows it",

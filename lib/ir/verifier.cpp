@@ -846,6 +846,7 @@ private:
     case OpCode::ArriveBarrier:
     case OpCode::WaitBarrier:
     case OpCode::AsyncTMACopyGlobalToLocal:
+    case OpCode::AsyncTMACopyLocalToGlobal:
     case OpCode::FenceAsyncShared:
     case OpCode::GPUBarrier:
     case OpCode::WarpGroupDot:
@@ -1062,6 +1063,12 @@ private:
       scalarOperand(op, 2, DType::I1, "predicate");
       checkDescriptorOperands(op, 3, m);
       checkPadding(op, m);
+      return;
+    }
+    case OpCode::AsyncTMACopyLocalToGlobal: {
+      const Type *m = singleBuffer(op, 0);
+      checkDescriptorOperands(op, 1, m);
+      oneOf(op, "wait", op.strAttr("wait"), {"read", "write"});
       return;
     }
     case OpCode::FenceAsyncShared:

@@ -15,8 +15,17 @@
 // through tt.trans), 2-D, the tensor named by kernel arguments or constants
 // the launcher can read (base 16-byte aligned, strides multiples of 16
 // bytes, the last one 1). The pipeliner copies those with
-// cp.async.bulk.tensor (lib/gpu/pipeline_loops.cpp); lower-descriptor-loads
-// copies any it leaves, one at a time.
+// cp.async.bulk.tensor (lib/gpu/pipeline_loops.cpp); a kept load it does not
+// copy sends the compile back with TMA off (nvidia/pipeline.cpp).
+//
+// Stores (tt.descriptor_store) are expanded the same way into the masked
+// tt.store, except on sm_90a ("tma" and "tma-store" not disabled, no bounds
+// checking) where a store TMA can write (keptForTMAStore: 2-D, the tensor
+// as for loads, a box of at most 256 rows whose rows fill 16-byte multiples)
+// stays for lower-tma-stores (lib/gpu/lower_tma_stores.cpp), which writes
+// the block through shared memory with one cp.async.bulk.tensor per box: the
+// program does not wait for the global writes, and the stores leave the SM
+// as whole boxes (the matmul epilogue of Triton's persistent TMA kernel).
 #include "tritium/ir/builder.h"
 #include "tritium/transforms/fold.h"
 #include "tritium/transforms/passes.h"
@@ -72,49 +81,71 @@ bool feedsDotOperand(const Users &users, Value *v) {
   return user->code() == OpCode::Dot && index < 2;
 }
 
+/// Whether a TMA tensor map can describe the tensor of descriptor op `op`
+/// whose base is operand `first` (shape and strides follow): base 16-byte
+/// aligned, strides multiples of 16 bytes but the last, which is 1, every
+/// dim and stride readable by the launcher; the block (its shape) a box of
+/// 2 dims, at most 256 elements each, whose rows are 16-byte multiples.
+bool tmaDescribable(const Function &f, Operation &op, unsigned first, const Type *block) {
+  const std::vector<int64_t> &shape = block->shape();
+  size_t r = shape.size();
+  DType dt = block->element()->dtype();
+  int64_t eb = bitWidth(dt) / 8;
+  if (r != 2 || dt == DType::I1 || !(eb == 1 || eb == 2 || eb == 4 || eb == 8))
+    return false;
+  for (int64_t b : shape)
+    if (b > 256)
+      return false;
+  if (shape[r - 1] * eb % 16 != 0)
+    return false;
+  auto baseDiv = argDivisibility(f, op.operand(first));
+  if (!baseDiv || *baseDiv % 16 != 0)
+    return false;
+  for (size_t d = 0; d < r; ++d) {
+    Value *stride = op.operand(unsigned(first + 1 + r + d));
+    bool last = d + 1 == r;
+    if (last ? constantInt(stride) != int64_t(1)
+             : !launcherReadable(f, stride, 16 / std::min<int64_t>(eb, 16)))
+      return false;
+    if (!launcherReadable(f, op.operand(unsigned(first + 1 + d))))
+      return false;
+  }
+  return true;
+}
+
+bool tmaTarget(const PipelineOptions &opts) {
+  return opts.target.sm >= 90 && opts.target.archA && !opts.boundsCheck &&
+         !std::count(opts.skipPasses.begin(), opts.skipPasses.end(), "tma");
+}
+
+/// Whether `op` (a tt.descriptor_store of `f`) stays for a TMA store (see
+/// the top of the file).
+bool keptForTMAStore(const Function &f, Operation &op, const PipelineOptions &opts) {
+  if (!tmaTarget(opts) ||
+      std::count(opts.skipPasses.begin(), opts.skipPasses.end(), "tma-store"))
+    return false;
+  return tmaDescribable(f, op, 1, op.operand(0)->type());
+}
+
 /// Whether `op` (a tt.descriptor_load of `f`) stays for a TMA copy (see the
 /// top of the file).
 bool keptForTMA(const Function &f, const Users &users, Operation &op,
                 const PipelineOptions &opts) {
-  if (opts.target.sm < 90 || !opts.target.archA || opts.boundsCheck ||
-      std::count(opts.skipPasses.begin(), opts.skipPasses.end(), "tma"))
+  if (!tmaTarget(opts))
     return false;
   const Type *t = op.result(0)->type();
-  const std::vector<int64_t> &block = t->shape();
-  size_t r = block.size();
-  int64_t eb = bitWidth(t->element()->dtype()) / 8;
-  if (r != 2 || !(eb == 1 || eb == 2 || eb == 4 || eb == 8))
-    return false;
-  // A TMA box: at most 256 elements a dim, rows of 16-byte multiples.
-  for (int64_t b : block)
-    if (b > 256)
-      return false;
-  if (block[r - 1] * eb % 16 != 0)
+  if (!tmaDescribable(f, op, 0, t))
     return false;
   // Out-of-bounds NaN: TMA's fill for floating-point maps of 2+ bytes.
-  if (op.strAttr("padding") == "nan" && (eb == 1 || !isFloat(t->element()->dtype())))
+  if (op.strAttr("padding") == "nan" &&
+      (bitWidth(t->element()->dtype()) == 8 || !isFloat(t->element()->dtype())))
     return false;
   // In a loop the pipeliner takes (num_stages > 1), feeding a dot.
   Operation *parent = op.parentOp();
   if (!parent || parent->code() != OpCode::For || !feedsDotOperand(users, op.result(0)))
     return false;
   int64_t stages = parent->hasAttr("num_stages") ? parent->intAttr("num_stages") : opts.numStages;
-  if (stages <= 1)
-    return false;
-  Value *base = op.operand(0);
-  auto baseDiv = argDivisibility(f, base);
-  if (!baseDiv || *baseDiv % 16 != 0)
-    return false;
-  for (size_t d = 0; d < r; ++d) {
-    Value *stride = op.operand(unsigned(1 + r + d));
-    bool last = d + 1 == r;
-    if (last ? constantInt(stride) != int64_t(1)
-             : !launcherReadable(f, stride, 16 / std::min<int64_t>(eb, 16)))
-      return false;
-    if (!launcherReadable(f, op.operand(unsigned(1 + d))))
-      return false;
-  }
-  return true;
+  return stages > 1;
 }
 
 /// The pointers and the in-bounds mask of a descriptor block whose base is
@@ -185,13 +216,17 @@ void expandDescriptorLoads(Module &m, const PipelineOptions &opts, PassStats &st
       op->erase();
       stats.add("expand-descriptor-loads.expanded");
     }
-    // Stores: expanded on every target (TMA stores are not emitted yet).
+    // Stores: expanded, but for those TMA can write (sm_90a).
     std::vector<Operation *> stores;
     f.walk([&](Operation *op) {
       if (op->code() == OpCode::DescriptorStore)
         stores.push_back(op);
     });
     for (Operation *op : stores) {
+      if (keptForTMAStore(f, *op, opts)) {
+        stats.add("expand-descriptor-loads.stores-kept-for-tma");
+        continue;
+      }
       Builder b(m);
       b.setInsertionPoint(op);
       b.setLoc(op->loc());

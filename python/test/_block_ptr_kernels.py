@@ -97,3 +97,33 @@ def gather_scatter_kernel(x, y, idx_ptr, M, N, Y0, NROWS: tl.constexpr, BN: tl.c
     rows = tl.load(idx_ptr + tl.arange(0, NROWS))
     v = xd.gather(rows, Y0)
     yd.scatter(v * 2, rows, Y0)
+
+
+@triton.jit
+def desc_store_kernel(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """y = x + 1 (both [M, N], row stride N): masked pointer loads, the block written through an
+    in-kernel descriptor (on sm_90a, with N divisible by 16, a TMA store through shared memory)."""
+    pm = tl.program_id(0)
+    pn = tl.program_id(1)
+    rows = pm * BM + tl.arange(0, BM)
+    cols = pn * BN + tl.arange(0, BN)
+    inside = (rows[:, None] < M) & (cols[None, :] < N)
+    v = tl.load(x + rows[:, None] * N + cols[None, :], mask=inside, other=0)
+    yd = tl.make_tensor_descriptor(y, [M, N], [N, 1], [BM, BN])
+    yd.store([pm * BM, pn * BN], v + 1)
+
+
+@triton.jit
+def desc_store_readback_kernel(x, y, z, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """y = x + 1 through a descriptor, then z = y read back with pointer loads in the same
+    program (the store must be complete for every thread, not only read out of shared memory)."""
+    pm = tl.program_id(0)
+    rows = pm * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    inside = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    v = tl.load(x + offs, mask=inside, other=0)
+    yd = tl.make_tensor_descriptor(y, [M, N], [N, 1], [BM, BN])
+    yd.store([pm * BM, 0], v + 1)
+    w = tl.load(y + offs, mask=inside, other=0)
+    tl.store(z + offs, w, mask=inside)

@@ -533,7 +533,12 @@ def test_gpu_kernels_compile_to_ptx(case, target):
             # Host TensorDescriptors, and block pointers whose rows are contiguous (a unit last
             # stride) and checked in every dim, on sm_90a: TMA copies, a tensor map a tensor.
             assert "cp.async.bulk.tensor.2d" in ptx and "cp.async.cg" not in ptx
-            assert len(k.metadata["tensor_maps"]) == 2
+            # A descriptor's store too (lower-tma-stores): the tile leaves through shared
+            # memory, one bulk copy a box, and the program waits only for the copy's reads.
+            stores = case == "descriptor_matmul"
+            assert len(k.metadata["tensor_maps"]) == (3 if stores else 2)
+            assert ("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx) == stores
+            assert ("cp.async.bulk.wait_group.read 0" in ptx) == stores
         else:
             assert re.search(r"cp\.async\.c[ag]\.shared\.global.*, 16", ptx), ptx[:2000]
     if case == "copy2d":
@@ -628,3 +633,63 @@ def test_block_ptr_matmul_with_no_k_on_torch_views():
     ck = _compiler.compile_gpu(kern, params, key, num_warps=4, num_stages=3, target="sm_90a",
                                use_cache=False, bounds_check=False)
     assert len(ck.metadata["tensor_maps"]) == 2 and "tritium_tma_fill" in ck.asm["ptx"]
+
+
+# ---------------------------------------------------------------------------
+# descriptor stores: TMA stores on sm_90a (lower-tma-stores)
+# ---------------------------------------------------------------------------
+
+# (numpy dtype, BM, BN, swizzle of the box layout): rows of 16 bytes (no swizzle) up to 256.
+TMA_STORE_CASES = [(np.float16, 64, 8, 0), (np.float16, 32, 16, 32), (np.float32, 16, 64, 128),
+                   (np.int8, 64, 32, 32), (np.float32, 256, 32, 128), (np.float64, 8, 16, 128)]
+
+
+@pytest.mark.parametrize("dtype,BM,BN,swz", TMA_STORE_CASES)
+def test_descriptor_store_on_the_executor(dtype, BM, BN, swz):
+    # Ragged in both dims; the rows past M of the buffer must stay as they were.
+    M, N = BM + 3, 48 if BN < 48 else BN + 16
+    x = (rng.random((M, N)) * 100).astype(dtype)
+    big = np.full((M + BM, N), 77, dtype)
+    y = big[:M]
+    K.desc_store_kernel[(-(-M // BM), -(-N // BN))](x, y, M, N, BM=BM, BN=BN)
+    np.testing.assert_array_equal(y, x + 1)
+    assert (big[M:] == 77).all()
+
+
+@pytest.mark.parametrize("dtype,BM,BN,swz", TMA_STORE_CASES)
+def test_descriptor_store_ptx(dtype, BM, BN, swz):
+    # sm_90a: the block through shared memory (the NVMMA layout of the box), one bulk copy per
+    # box of swz bytes a row (16 without a swizzle), a wait for the reads; a tensor map of c.
+    # N not known to be divisible by 16 (the row stride): the masked stores. Both assemble.
+    M, N = 200, 64
+    x, y = np.zeros((M, N), dtype), np.zeros((M, N), dtype)
+    eb = np.dtype(dtype).itemsize
+    k = _gpu_compile(K.desc_store_kernel, (x, y, M, N), dict(BM=BM, BN=BN), "sm_90a")
+    ptx, gir = k.asm["ptx"], k.asm["gir"]
+    assert f"swizzlingByteWidth = {swz}, transposed = false, elementBitWidth = {8 * eb}" in gir
+    boxes = BN * eb // (swz or 16)
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == boxes
+    assert "cp.async.bulk.wait_group.read 0" in ptx and "st.global" not in ptx
+    [spec] = k.metadata["tensor_maps"]
+    assert spec[0] == 1 and spec[10:12] == [BM, (swz or 16) // eb] and spec[14] == swz
+    if HAS_PTXAS:
+        assert k.asm["cubin"][:4] == b"\x7fELF"
+    plain = _gpu_compile(K.desc_store_kernel, (x, y, M, 63), dict(BM=BM, BN=BN), "sm_90a")
+    assert "cp.async.bulk" not in plain.asm["ptx"] and "st.global" in plain.asm["ptx"]
+    assert not plain.metadata.get("tensor_maps")
+
+
+def test_descriptor_store_read_back():
+    # A store, then loads of the same tensor in the same program: the TMA store waits for its
+    # writes (wait = "write") and a barrier follows, so that every thread reads the new values.
+    M, N, BM, BN = 50, 32, 16, 32
+    x = rng.random((M, N), dtype=np.float32)
+    y, z = _poisoned((M, N)), _poisoned((M, N))
+    K.desc_store_readback_kernel[(-(-M // BM),)](x, y, z, M, N, BM=BM, BN=BN)
+    np.testing.assert_array_equal(y, x + 1)
+    np.testing.assert_array_equal(z, x + 1)
+    k = _gpu_compile(K.desc_store_readback_kernel, (x, y, z, M, N), dict(BM=BM, BN=BN), "sm_90a")
+    assert 'wait = "write"' in k.asm["gir"]
+    ptx = k.asm["ptx"]
+    wait = ptx.index("cp.async.bulk.wait_group 0")
+    assert ptx.index("bar.sync 0", wait) < ptx.index("ld.global", wait)

@@ -15,7 +15,8 @@ import _attention_bwd_kernels as bwd
 from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
-            "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add", "tma"]
+            "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add", "tma",
+            "tma-store"]
 
 
 @tritium.jit
@@ -37,7 +38,7 @@ def _dkdv(target):
 def _desc_dot(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
               BK: tl.constexpr):
     """A K loop over in-kernel tensor descriptors (row pointers invariant, columns not), whose
-    scores are masked past N as attention masks its keys."""
+    scores are masked past N as attention masks its keys; the result through a descriptor."""
     a_d = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
     b_d = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
     acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -45,7 +46,8 @@ def _desc_dot(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
         s = tl.dot(a_d.load([0, k]), b_d.load([0, k]).T)
         cols = k + tl.arange(0, BN)
         acc += tl.where(cols[None, :] < N, s, 0.0)
-    tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
+    c_d = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    c_d.store([0, 0], acc)
 
 
 def _desc(target):
@@ -83,7 +85,9 @@ SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
          "hoist-slice": (_desc, _no_row_offsets_in_loop, "tma"),
          "split-masked-loops": (_desc, lambda gir: "%split" in gir),
          # The descriptors' blocks copied with TMA (sm_90a), as masked loads without.
-         "tma": (_desc, "ttng.async_tma_copy_global_to_local", "", ["sm_90a"])}
+         "tma": (_desc, "ttng.async_tma_copy_global_to_local", "", ["sm_90a"]),
+         # The descriptor's store as a TMA store through shared memory (sm_90a).
+         "tma-store": (_desc, "ttng.async_tma_copy_local_to_global", "", ["sm_90a"])}
 
 
 def _sign(name):

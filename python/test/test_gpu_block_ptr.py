@@ -152,7 +152,7 @@ def _persistent():
 @pytest.mark.parametrize("tma", [True, False])
 @pytest.mark.parametrize("M,N,Kd,cfg", [(200, 136, 160, (64, 64, 32, 4, 3)),
                                         (1000, 520, 264, (128, 128, 64, 8, 3)),
-                                        (1000, 776, 520, (128, 128, 64, 4, 4)),
+                                        (1000, 784, 520, (128, 128, 64, 4, 4)),
                                         (384, 512, 512, (128, 256, 64, 8, 4))])
 def test_persistent_descriptor_matmul(tma, M, N, Kd, cfg, monkeypatch):
     # The persistent TensorDescriptor matmul (benchmarks/bench_matmul_persistent.py): B given
@@ -197,3 +197,52 @@ def test_gpu_descriptor_gather_scatter(y0):
     ref = gather_scatter_ref(x.cpu().numpy(), poisoned((M, N)).cpu().numpy(), idx.cpu().numpy(),
                              y0, BN)
     torch.testing.assert_close(y.cpu(), torch.from_numpy(ref), equal_nan=True)
+
+
+TORCH_DTYPES = {"float16": torch.float16, "float32": torch.float32, "int8": torch.int8,
+                "float64": torch.float64}
+
+
+def _store_cases():
+    from test_block_ptr_cpu import TMA_STORE_CASES  # noqa: PLC0415
+    return [(d.__name__, bm, bn) for d, bm, bn, _ in TMA_STORE_CASES]
+
+
+@pytest.mark.parametrize("dtype,BM,BN", _store_cases())
+@pytest.mark.parametrize("ragged", [False, True])
+def test_descriptor_store(dtype, BM, BN, ragged):
+    # On sm_90a a TMA store (N divisible by 16). Ragged: the last blocks reach past M and N;
+    # their elements past N would land on the next row's first ones, and the rows past M of
+    # the buffer must stay as they were.
+    dt = TORCH_DTYPES[dtype]
+    M, N = (3 * BM + 5, 2 * BN + 16) if ragged else (2 * BM, 2 * BN)
+    N = max(N, 16)
+    x = (torch.rand(M, N, device=DEV) * 100).to(dt)
+    big = torch.full((M + BM, N), 77, dtype=dt, device=DEV)
+    y = big[:M]
+    K.desc_store_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](x, y, M, N, BM=BM, BN=BN)
+    torch.testing.assert_close(y, x + 1, rtol=0, atol=0)
+    assert (big[M:] == 77).all()
+
+
+def test_descriptor_store_to_a_tensor_without_elements():
+    # M = 0: the launcher maps the tensor onto the kernel's fill global, which the copy must
+    # not write (predicated on every dim being positive); then the same kernel with rows.
+    x = torch.rand(64, 32, device=DEV)
+    big = torch.full((64, 32), 77.0, device=DEV)
+    K.desc_store_kernel[(1, 1)](x, big[:0], 0, 32, BM=64, BN=32)
+    torch.cuda.synchronize()
+    assert (big == 77).all()
+    K.desc_store_kernel[(1, 1)](x, big, 64, 32, BM=64, BN=32)
+    torch.testing.assert_close(big, x + 1, rtol=0, atol=0)
+
+
+def test_descriptor_store_read_back():
+    M, N, BM, BN = 300, 64, 64, 64
+    x = torch.rand(M, N, device=DEV)
+    y, z = poisoned((M, N)), poisoned((M, N))
+    for _ in range(3):
+        K.desc_store_readback_kernel[(triton.cdiv(M, BM),)](x, y, z, M, N, BM=BM, BN=BN)
+        torch.testing.assert_close(y, x + 1, rtol=0, atol=0)
+        torch.testing.assert_close(z, x + 1, rtol=0, atol=0)
+        x = torch.rand(M, N, device=DEV)

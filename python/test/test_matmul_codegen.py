@@ -109,7 +109,22 @@ def test_persistent_descriptor_matmul_k_loop_for_sm90a(tma, monkeypatch):
         assert len(copies) == 0 and len(bulk) == 2, body
         assert "mbarrier.try_wait.parity" in body
         maps = k.metadata["tensor_maps"]
-        assert sorted(m[0] for m in maps) == [0, 4]  # a_desc's and b_desc's base arguments
+        # a_desc's and b_desc's base arguments; c_desc's for the epilogue's TMA store
+        assert sorted(m[0] for m in maps) == [0, 4, 8]
+        # The epilogue: the tile to shared memory in the box layout (128 x 64 a box, 128-byte
+        # swizzle), a fence for the async proxy, a barrier, then thread 0's four bulk copies,
+        # one commit, and a wait for their reads only.
+        epilogue = ptx[ptx.index("$L_for_end", ptx.index(body)):]
+        stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group "
+                            r"\[%rd\d+, \{%r\d+, %r\d+\}\], \[%r\d+\]", epilogue)
+        assert len(stores) == 4, epilogue
+        first = epilogue.index(stores[0])
+        assert -1 < epilogue.rfind("fence.proxy.async.shared::cta", 0, first) \
+            < epilogue.rfind("bar.sync 0", 0, first)
+        assert epilogue.count("cp.async.bulk.commit_group") == 1
+        assert "cp.async.bulk.wait_group.read 0" in epilogue
+        assert "st.global" not in epilogue
+        assert [m[2 + 4 * 2:2 + 4 * 2 + 2] for m in maps if m[0] == 8] == [[128, 64]]
         assert ".param .align 64 .b8 matmul_persistent_tmap_1[128]" in ptx
         # the element the launcher maps a tensor without elements onto: 16 zeros, 16 ones
         fill = "{" + ", ".join(["0"] * 16 + ["255"] * 16) + "}"

@@ -303,6 +303,7 @@ tt.func @smem(%p: tensor<64x32x!tt.ptr<f16>>, %m: tensor<64x32xi1>, %o: tensor<6
   ttng.async_tma_copy_global_to_local %q, %bar, %c, %base, %i, %i, %n, %n, %i, %i {padding = "zero"}
   %v = tt.descriptor_load %base, %i, %i, %n, %n, %i, %i {padding = "nan"} : tensor<64x32xf16>
   tt.descriptor_store %v, %base, %i, %i, %n, %n, %i, %i
+  ttng.async_tma_copy_local_to_global %r, %base, %i, %i, %n, %n, %i, %i {wait = "read"}
   ttng.inval_barrier %bar
   gpu.barrier
   ttg.local_dealloc %a

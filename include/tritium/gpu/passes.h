@@ -84,6 +84,15 @@ void accelerateMatmul(Module &m, const PipelineOptions &opts,
 /// Counters: gpu.loops-pipelined, gpu.loads-pipelined.
 void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 
+/// --lower-tma-stores: each tt.descriptor_store left by expand-descriptor-loads
+/// (kept for TMA on sm_90a) becomes a ttg.local_alloc of its value (in the
+/// layout it has; a conversion that only fed the store is skipped) into an
+/// NVMMA buffer of the TMA box layout, and a
+/// ttng.async_tma_copy_local_to_global of that buffer (wait = "write" when
+/// the kernel may read the tensor too, "read" otherwise). See
+/// lower_tma_stores.cpp. Counter: gpu.tma-stores.
+void lowerTMAStores(Module &m, const PipelineOptions &opts, PassStats &stats);
+
 /// --fuse-multiply-add: with enable_fp_fusion (PipelineOptions), an f32/f64
 /// arith.addf or arith.subf with an operand that is a single-use
 /// arith.mulf of the same block becomes one math.fma (subtraction through

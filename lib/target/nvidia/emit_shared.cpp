@@ -572,63 +572,137 @@ int tensorMapDataType(DType t) {
   }
 }
 
+/// The tensor map of a TMA copy between buffer type `md` (one box per
+/// tmaSwizzleBytes-wide column block, all its rows) and the descriptor whose
+/// base is op's operand `first` (shape and strides follow it); sets
+/// `boxes`, `boxBytes` and `boxCols` (elements).
+TensorMapSpec tmaSpec(Emitter &e, Operation &op, const Type *md, unsigned first,
+                      int64_t &boxes, int64_t &boxBytes, int64_t &boxCols) {
+  std::optional<int64_t> swz = gpu::tmaSwizzleBytes(md);
+  if (!swz)
+    e.internalError(op, "the buffer's layout is none a TMA copy moves");
+  const std::vector<int64_t> &shape = md->bufferShape();
+  size_t r = shape.size();
+  int eb = int(bitWidth(md->element()->dtype()) / 8);
+  int64_t rowBytes = *swz ? *swz : 16;
+  boxCols = rowBytes / eb;
+  TensorMapSpec spec;
+  Value *base = op.operand(first);
+  if (base->definingOp() || base->ownerBlock() != &e.fn.entry())
+    e.internalError(op, "a TMA copy's base must be a kernel argument");
+  spec.base = int(base->index());
+  for (size_t d = 0; d < r; ++d) {
+    spec.shape.push_back(mapOperand(e, op, op.operand(unsigned(first + 1 + d))));
+    spec.strides.push_back(mapOperand(e, op, op.operand(unsigned(first + 1 + r + d))));
+    spec.box.push_back(int(d + 1 == r ? boxCols : shape[d]));
+  }
+  spec.elemBytes = eb;
+  spec.dataType = tensorMapDataType(md->element()->dtype());
+  spec.swizzleBytes = int(*swz);
+  boxes = shape[r - 1] / boxCols;
+  boxBytes = rowBytes;
+  for (size_t d = 0; d + 1 < r; ++d)
+    boxBytes *= shape[d];
+  return spec;
+}
+
+/// The coordinates (innermost first) of box k: operands from `first` (the
+/// block's offsets), the last one advanced by k * boxCols.
+std::string tmaCoords(Emitter &e, Operation &op, unsigned first, size_t r, int64_t k,
+                      int64_t boxCols) {
+  std::string coords;
+  for (size_t d = r; d-- > 0;) {
+    std::string c = e.regs(op.operand(unsigned(first + d)))[0];
+    if (d + 1 == r && k > 0) {
+      std::string ck = e.reg(RC::B32);
+      e.ins("add.s32 " + ck + ", " + c + ", " + std::to_string(k * boxCols));
+      c = ck;
+    }
+    coords += (coords.empty() ? "" : ", ") + c;
+  }
+  return coords;
+}
+
+/// The shared address of box k of the buffer at `buf`.
+std::string tmaBox(Emitter &e, const std::string &buf, int64_t k, int64_t boxBytes) {
+  if (k == 0)
+    return buf;
+  std::string dst = e.reg(RC::B32);
+  e.ins("add.s32 " + dst + ", " + buf + ", " + std::to_string(k * boxBytes));
+  return dst;
+}
+
 /// ttng.async_tma_copy_global_to_local: thread 0 (and %pred) issues one
 /// cp.async.bulk.tensor per box of the buffer's layout (all its rows, swz
 /// bytes of columns; tmaSwizzleBytes), each completing its bytes on %bar.
 void emitTMACopy(Emitter &e, Operation &op) {
   e.requireSM(op, 90, "ttng.async_tma_copy_global_to_local (TMA)");
   const Type *md = op.operand(0)->type();
-  std::optional<int64_t> swz = gpu::tmaSwizzleBytes(md);
-  if (!swz)
-    e.internalError(op, "the buffer's layout is none a TMA copy writes");
-  const std::vector<int64_t> &shape = md->bufferShape();
-  size_t r = shape.size();
-  int eb = int(bitWidth(md->element()->dtype()) / 8);
-  int64_t rowBytes = *swz ? *swz : 16, w = rowBytes / eb;
-  TensorMapSpec spec;
-  Value *base = op.operand(3);
-  if (base->definingOp() || base->ownerBlock() != &e.fn.entry())
-    e.internalError(op, "a TMA copy's base must be a kernel argument");
-  spec.base = int(base->index());
-  for (size_t d = 0; d < r; ++d) {
-    spec.shape.push_back(mapOperand(e, op, op.operand(unsigned(4 + d))));
-    spec.strides.push_back(mapOperand(e, op, op.operand(unsigned(4 + r + d))));
-    spec.box.push_back(int(d + 1 == r ? w : shape[d]));
-  }
-  spec.elemBytes = eb;
-  spec.dataType = tensorMapDataType(md->element()->dtype());
-  spec.swizzleBytes = int(*swz);
+  size_t r = md->bufferShape().size();
+  int64_t boxes, boxBytes, boxCols;
+  TensorMapSpec spec = tmaSpec(e, op, md, 3, boxes, boxBytes, boxCols);
   spec.nanFill = op.strAttr("padding") == "nan";
   std::string tmap = e.tensorMapAddress(spec);
   std::string p = e.ownerPred(Type::scalar(DType::I32)); // thread 0
   std::string q = e.reg(RC::Pred);
   e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(2))[0]);
   std::string buf = e.regs(op.operand(0))[0], bar = e.regs(op.operand(1))[0];
-  int64_t boxes = shape[r - 1] / w, boxBytes = rowBytes;
-  for (size_t d = 0; d + 1 < r; ++d)
-    boxBytes *= shape[d];
   for (int64_t k = 0; k < boxes; ++k) {
-    // Coordinates innermost first.
-    std::string coords;
-    for (size_t d = r; d-- > 0;) {
-      std::string c = e.regs(op.operand(unsigned(4 + 2 * r + d)))[0];
-      if (d + 1 == r && k > 0) {
-        std::string ck = e.reg(RC::B32);
-        e.ins("add.s32 " + ck + ", " + c + ", " + std::to_string(k * w));
-        c = ck;
-      }
-      coords += (coords.empty() ? "" : ", ") + c;
-    }
-    std::string dst = buf;
-    if (k > 0) {
-      dst = e.reg(RC::B32);
-      e.ins("add.s32 " + dst + ", " + buf + ", " + std::to_string(k * boxBytes));
-    }
+    std::string coords = tmaCoords(e, op, unsigned(4 + 2 * r), r, k, boxCols);
+    std::string dst = tmaBox(e, buf, k, boxBytes);
     e.ins("@" + q + " cp.async.bulk.tensor." + std::to_string(r) +
           "d.shared::cluster.global.mbarrier::complete_tx::bytes [" + dst + "], [" + tmap +
           ", {" + coords + "}], [" + bar + "]");
   }
-  e.noteAccess(op, "cp.async.bulk.tensor", eb, int(boxBytes / eb), int(boxes));
+  e.noteAccess(op, "cp.async.bulk.tensor", spec.elemBytes, int(boxBytes / spec.elemBytes),
+               int(boxes));
+}
+
+/// ttng.async_tma_copy_local_to_global: thread 0 issues one
+/// cp.async.bulk.tensor per box (as emitTMACopy), commits them as one bulk
+/// group and waits until they have read the buffer (wait = "read") or
+/// written global memory ("write"). The writers' fence.proxy.async and the
+/// barrier before the op (insert-barriers) make the buffer the async
+/// proxy's; the barrier after it that a later write of these bytes gets
+/// orders that write after thread 0's wait.
+void emitTMAStore(Emitter &e, Operation &op) {
+  e.requireSM(op, 90, "ttng.async_tma_copy_local_to_global (TMA)");
+  const Type *md = op.operand(0)->type();
+  size_t r = md->bufferShape().size();
+  int64_t boxes, boxBytes, boxCols;
+  TensorMapSpec spec = tmaSpec(e, op, md, 1, boxes, boxBytes, boxCols);
+  std::string tmap = e.tensorMapAddress(spec);
+  // Thread 0, and only into a tensor with elements: the launcher maps one
+  // without any onto the kernel's fill global (kTmaFillSymbol), which a
+  // store must not write.
+  std::string p = e.ownerPred(Type::scalar(DType::I32));
+  for (size_t d = 0; d < r; ++d) {
+    Value *dim = op.operand(unsigned(2 + d));
+    if (std::optional<ConstValue> c = getConstant(dim); c && !c->isFloat() && c->asInt() > 0)
+      continue;
+    std::string q = e.reg(RC::Pred), pos = e.reg(RC::Pred);
+    bool wide = bitWidth(dim->type()->dtype()) == 64;
+    e.ins(std::string("setp.gt.s") + (wide ? "64 " : "32 ") + pos + ", " + e.regs(dim)[0] +
+          ", 0");
+    e.ins("and.pred " + q + ", " + p + ", " + pos);
+    p = q;
+  }
+  std::string buf = e.regs(op.operand(0))[0];
+  for (int64_t k = 0; k < boxes; ++k) {
+    std::string coords = tmaCoords(e, op, unsigned(2 + 2 * r), r, k, boxCols);
+    std::string src = tmaBox(e, buf, k, boxBytes);
+    e.ins("@" + p + " cp.async.bulk.tensor." + std::to_string(r) +
+          "d.global.shared::cta.bulk_group [" + tmap + ", {" + coords + "}], [" + src + "]");
+  }
+  e.ins("@" + p + " cp.async.bulk.commit_group");
+  bool readOnly = op.strAttr("wait") == "read";
+  e.ins("@" + p + " cp.async.bulk.wait_group" + (readOnly ? ".read" : "") + " 0");
+  // "write": the block is in global memory for every thread of the program
+  // (a later load of it by any of them), not only for thread 0.
+  if (!readOnly)
+    e.ins("bar.sync 0");
+  e.noteAccess(op, "cp.async.bulk.tensor", spec.elemBytes, int(boxBytes / spec.elemBytes),
+               int(boxes));
 }
 
 } // namespace
@@ -698,6 +772,9 @@ bool emitShared(Emitter &e, Operation &op) {
     return true;
   case OpCode::AsyncTMACopyGlobalToLocal:
     emitTMACopy(e, op);
+    return true;
+  case OpCode::AsyncTMACopyLocalToGlobal:
+    emitTMAStore(e, op);
     return true;
   case OpCode::FenceAsyncShared:
     e.requireSM(op, 90, "ttng.fence_async_shared");

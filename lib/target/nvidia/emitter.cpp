@@ -582,7 +582,8 @@ PtxFamily ptxFamily(OpCode c) {
     e.internalError(op, "was neither expanded (expand-descriptor-loads) nor copied with TMA "
                         "(pipeline)");
   case OpCode::DescriptorStore:
-    e.internalError(op, "was not expanded (expand-descriptor-loads)");
+    e.internalError(op, "was neither expanded (expand-descriptor-loads) nor stored with TMA "
+                        "(lower-tma-stores)");
   default:
     e.internalError(op, "is refused by the PTX emitter without a reason");
   }

@@ -65,11 +65,13 @@ void checkOptions(const PipelineOptions &opts) {
   // step 0: a dot loop's vector loads through shared memory; the invariant
   // part of the copies' address arithmetic computed once), named so that
   // their gain can be measured on their own. "tma": tensor-descriptor loads
-  // as masked loads (cp.async) instead of TMA copies.
+  // as masked loads (cp.async) instead of TMA copies, and their stores as
+  // masked stores; "tma-store": the stores alone.
   static const char *const kOptional[] = {"prefetch-loads", "remove-layout-conversions",
                                           "propagate-layouts", "pipeline",
                                           "stage-vectors", "hoist-slice",
-                                          "split-masked-loops", "fuse-multiply-add", "tma"};
+                                          "split-masked-loops", "fuse-multiply-add", "tma",
+                                          "tma-store"};
   for (const std::string &name : opts.skipPasses) {
     if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
       continue;
@@ -221,7 +223,9 @@ void compileKernel(const Module &m, const std::string &kernel,
     // its vector loads one iteration ahead in registers, in the layout
     // their users read.
     runPasses(*gm, {"prefetch-loads"}, r.stats, opts, tilePasses());
-    runPasses(*gm, {"fuse-multiply-add"}, r.stats, opts, gpu::gpuPasses());
+    // Descriptor stores kept for TMA: through shared memory, one copy a box.
+    runPasses(*gm, {"lower-tma-stores", "fuse-multiply-add"}, r.stats, opts,
+              gpu::gpuPasses());
   } else {
     checkGPUInput(f, opts);
   }
