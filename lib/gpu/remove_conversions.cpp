@@ -486,6 +486,10 @@ const PassTable &gpuPasses() {
        "Software-pipeline loops: loads into shared memory become "
        "multi-buffered async copies num_stages-1 iterations ahead",
        pipelineLoops},
+      {"order-warpgroups",
+       "Attention loops of two warpgroups: warpgroup 1 issues its QK^T after warpgroup 0 "
+       "(FlashAttention-3's ping-pong)",
+       orderWarpgroups},
       {"lower-tma-stores",
        "Tensor-descriptor stores kept for TMA (sm_90a): the value to shared "
        "memory, then one cp.async.bulk.tensor store per box",

@@ -19,3 +19,47 @@ def test_attention_forward_cpu(causal, Z, H, N, D, BM, BN):
     ref = attn.reference(q, k, v, causal, 0.5)
     assert not torch.isnan(o).any()
     assert torch.allclose(o.float(), ref, atol=2e-3, rtol=2e-3), (o.float() - ref).abs().max()
+
+
+def _forward_ptx(num_warps, causal, monkeypatch, disable=""):
+    import re  # noqa: F401, PLC0415
+    import numpy as np  # noqa: PLC0415
+    from tritium.compiler import compiler as _compiler  # noqa: PLC0415
+    if disable:
+        monkeypatch.setenv("TRITIUM_DISABLE_PASSES", disable)
+    else:
+        monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
+    t = np.zeros(64, np.float16)
+    H, N, D = 32, 4096, 128
+    args = (t, t, t, t, 0.088, H, N) + (H * N * D, N * D, D) * 4
+    kern = attn.attn_fwd
+    key, params, _ = kern.specialize(kern._bind(args, dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=128,
+                                                            CAUSAL=causal)))
+    ck = _compiler.compile_gpu(kern, params, key, num_warps=num_warps, num_stages=2,
+                               target="sm_90a", use_cache=False, bounds_check=False)
+    return ck.asm["ptx"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_forward_two_warpgroups_ping_pong(causal, monkeypatch):
+    # 128x128 on 8 warps (sm_90a): in every loop of the forward (the causal split gives two),
+    # warpgroup 1 waits on named barrier 1 before its QK^T wgmmas and warpgroup 0 arrives there
+    # right after committing its own; P @ V is not ordered. On 4 warps, or with the pass left
+    # out, no named barrier.
+    import re  # noqa: PLC0415
+    ptx = _forward_ptx(8, causal, monkeypatch)
+    loops = re.findall(r"\$L_for_body_\d+:\n(.*?)\$L_for_end", ptx, re.S)
+    dot_loops = [b for b in loops if "wgmma.mma_async" in b]
+    assert dot_loops
+    for body in dot_loops:
+        wait = re.search(r"@(%p\d+) bar\.sync 1, 256;\n\twgmma\.fence\.sync\.aligned;", body)
+        arrive = re.search(r"wgmma\.commit_group\.sync\.aligned;\n\t@(%p\d+) bar\.arrive 1, 256;",
+                           body)
+        assert wait and arrive, body[:3000]
+        assert body.count("bar.sync 1, 256") == 1 and body.count("bar.arrive 1, 256") == 1
+        assert wait.start() < arrive.start() < body.index("wgmma.commit_group", arrive.end())
+        # the two predicates: warpgroup 0 arrives, every other one waits
+        assert re.search(rf"setp\.eq\.u32 {arrive.group(1)}, %r\d+, 0;", ptx)
+        assert re.search(rf"setp\.ne\.u32 {wait.group(1)}, %r\d+, 0;", ptx)
+    assert "bar.arrive" not in _forward_ptx(4, causal, monkeypatch)
+    assert "bar.arrive" not in _forward_ptx(8, causal, monkeypatch, "order-warpgroups")

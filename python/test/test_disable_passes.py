@@ -16,7 +16,7 @@ from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
             "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add", "tma",
-            "tma-store"]
+            "tma-store", "order-warpgroups"]
 
 
 @tritium.jit

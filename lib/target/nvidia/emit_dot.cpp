@@ -708,6 +708,17 @@ struct WgmmaDot {
                               : descriptor(A, A.offset(k0, t.first));
         descs[{t, k0}] = {da, descriptor(B, B.offset(k0, t.second))};
       }
+    // {pingpong} (order-warpgroups): warpgroup 1 waits on named barrier 1
+    // until warpgroup 0 has issued this product (its arrival after the
+    // commit below); 256 threads complete each phase.
+    bool pingpong = op.hasAttr("pingpong") && op.boolAttr("pingpong");
+    std::string first, second;
+    if (pingpong) {
+      first = e.reg(RC::Pred), second = e.reg(RC::Pred);
+      e.pro("setp.eq.u32 " + first + ", " + wg + ", 0");
+      e.pro("setp.ne.u32 " + second + ", " + wg + ", 0");
+      e.ins("@" + second + " bar.sync 1, 256");
+    }
     e.ins("wgmma.fence.sync.aligned");
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
       for (Coord t : tiles) {
@@ -720,6 +731,8 @@ struct WgmmaDot {
       }
     }
     e.ins("wgmma.commit_group.sync.aligned");
+    if (pingpong)
+      e.ins("@" + first + " bar.arrive 1, 256");
     if (loop) {
       // Keep this group in flight: the previous iteration's is complete (the
       // pipelining pass left its buffers alone for this); the loop waits

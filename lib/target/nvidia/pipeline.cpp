@@ -71,7 +71,7 @@ void checkOptions(const PipelineOptions &opts) {
                                           "propagate-layouts", "pipeline",
                                           "stage-vectors", "hoist-slice",
                                           "split-masked-loops", "fuse-multiply-add", "tma",
-                                          "tma-store"};
+                                          "tma-store", "order-warpgroups"};
   for (const std::string &name : opts.skipPasses) {
     if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
       continue;
@@ -224,7 +224,7 @@ void compileKernel(const Module &m, const std::string &kernel,
     // their users read.
     runPasses(*gm, {"prefetch-loads"}, r.stats, opts, tilePasses());
     // Descriptor stores kept for TMA: through shared memory, one copy a box.
-    runPasses(*gm, {"lower-tma-stores", "fuse-multiply-add"}, r.stats, opts,
+    runPasses(*gm, {"lower-tma-stores", "order-warpgroups", "fuse-multiply-add"}, r.stats, opts,
               gpu::gpuPasses());
   } else {
     checkGPUInput(f, opts);

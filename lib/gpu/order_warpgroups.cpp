@@ -1,0 +1,78 @@
+// --order-warpgroups: in a kernel of two warpgroups (8 warps, sm_90a), the
+// loop of an attention forward -- a product whose result the iteration
+// consumes (qk = q @ k), then one that accumulates into a carried value from
+// registers (acc += p @ v) -- has its first product marked {pingpong = true}:
+// each iteration, warpgroup 1 issues that product's wgmmas only after
+// warpgroup 0 issued its own (the emitter: named barrier 1, warpgroup 0
+// bar.arrive after its commit, warpgroup 1 bar.sync before its fence).
+//
+// Why: the two warpgroups (64 rows each) otherwise run in step, both issuing
+// their QK^T together, both waiting for it, and both computing the softmax
+// while the tensor cores idle. With warpgroup 1 starting its product once
+// warpgroup 0's is queued, warpgroup 0's softmax runs while the tensor cores
+// do warpgroup 1's product, and warpgroup 1's softmax while they do
+// warpgroup 0's P @ V: FlashAttention-3's ping-pong within the one barrier
+// a pipelined iteration already has. Measured on an H100 (hand-edited PTX,
+// fp16 4x32x4096 d128, 128x128): 369 -> 420 TFLOP/s at 2 stages, 391 -> 419
+// at 3 (benchmarks/RESULTS.md, twenty-sixth session).
+//
+// Each iteration has one arrival of warpgroup 0 and one wait of warpgroup 1
+// on barrier 1 (the loop's trip count is the same for both), so the
+// barrier's phases match one for one. Loops with other products (the
+// attention backward's four, a matmul's one) are left alone.
+// Counter: gpu.warpgroups-ordered.
+#include "tritium/gpu/passes.h"
+
+namespace tritium::gpu {
+
+namespace {
+
+/// The two warp_group_dots directly in `loop`'s body, in order, or nulls.
+std::pair<Operation *, Operation *> twoProducts(Operation &loop) {
+  std::vector<Operation *> dots;
+  for (auto &op : loop.region(0).front().ops())
+    if (op->code() == OpCode::WarpGroupDot)
+      dots.push_back(op.get());
+    else if (op->numRegions() > 0) {
+      bool nested = false;
+      op->walk([&](Operation *o) { nested |= o->code() == OpCode::WarpGroupDot; });
+      if (nested)
+        return {nullptr, nullptr};
+    }
+  if (dots.size() != 2)
+    return {nullptr, nullptr};
+  return {dots[0], dots[1]};
+}
+
+} // namespace
+
+void orderWarpgroups(Module &m, const PipelineOptions &opts, PassStats &stats) {
+  if (opts.target.sm < 90 || !opts.target.archA)
+    return;
+  for (auto &fp : m.functions()) {
+    Function &f = *fp;
+    auto it = f.attrs().find("num_warps");
+    const int64_t *warps = it == f.attrs().end() ? nullptr : std::get_if<int64_t>(&it->second);
+    if (!warps || *warps != 8)
+      continue;
+    std::vector<Operation *> loops;
+    f.walk([&](Operation *op) {
+      if (op->code() == OpCode::For)
+        loops.push_back(op);
+    });
+    for (Operation *loop : loops) {
+      auto [qk, pv] = twoProducts(*loop);
+      if (!qk)
+        continue;
+      // qk: a fresh product (its accumulator not carried); pv: accumulating
+      // into the loop's carried value, A from registers (p).
+      if (carriedAccumulatorLoop(*qk) || carriedAccumulatorLoop(*pv) != loop ||
+          !pv->operand(0)->type()->isTensor())
+        continue;
+      qk->setAttr("pingpong", true);
+      stats.add("gpu.warpgroups-ordered");
+    }
+  }
+}
+
+} // namespace tritium::gpu
