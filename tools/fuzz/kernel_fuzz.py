@@ -74,7 +74,8 @@ def pipelines():
     # The GPU compile's whole order (lib/target/nvidia/pipeline.cpp) but fuse-multiply-add, which
     # rounds once where the program rounds twice: shared memory allocated, barriers inserted.
     # Tensor-descriptor blocks: sm_90a keeps those a pipelined dot loop reads (the pipeliner
-    # copies them with TMA, which the executor runs); "descriptors expanded" is every target
+    # copies them with TMA, which the executor runs) and its 2-D stores (TMA stores through
+    # shared memory: lower-tma-stores); "descriptors expanded" is every target
     # without TMA (run_passes' target sm_80).
     expand = ["expand-descriptor-loads", "canonicalize", "cse", "licm-scalars", "dce"]
     stages.append(("descriptors expanded", pipe + expand, "sm_80"))
@@ -82,7 +83,8 @@ def pipelines():
                    list(_C.default_pipeline()) + expand +
                    ["split-masked-loops", "canonicalize", "cse", "dce", "prefetch-loads"] +
                    layouts +
-                   ["pipeline", "prefetch-loads", "allocate-shared-memory", "insert-barriers"]))
+                   ["pipeline", "prefetch-loads", "lower-tma-stores", "order-warpgroups",
+                    "allocate-shared-memory", "insert-barriers"]))
     return stages
 
 
@@ -326,8 +328,16 @@ class Gen:
                  for st in stmts]
         outs = sorted(set([f"v{self.nvars - 1}"] + [self.var() for _ in range(2)]),
                       key=lambda v: int(v[1:]))
+        eb = np.dtype(NP[self.dtype]).itemsize
         for i, v in enumerate(outs[:3]):
-            stmts.append([f"tl.store(out{i}_ptr + offs, {v}, mask=mask)"])
+            if self.two_d and self.bn * eb % 16 == 0 and r.random() < 0.3:
+                # The tile through a tensor descriptor of the whole output ([grid * BM, BN],
+                # every row written): on sm_90a a TMA store through shared memory.
+                stmts.append([f"tl.make_tensor_descriptor(out{i}_ptr, [{self.grid * self.bm}, "
+                              f"{self.bn}], [{self.bn}, 1], [{self.bm}, {self.bn}]).store("
+                              f"[pid * {self.bm}, 0], {v}.to({self.D()}))"])
+            else:
+                stmts.append([f"tl.store(out{i}_ptr + offs, {v}, mask=mask)"])
         self.stmts = stmts
         return self
 
