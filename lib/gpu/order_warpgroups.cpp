@@ -24,9 +24,15 @@
 // d64 337 -> 356, 1x32x16384 435 -> 458; causal within +-4 % either way.
 //
 // Each iteration has one arrival of warpgroup 0 and one wait of warpgroup 1
-// on barrier 1 (the loop's trip count is the same for both), so the
-// barrier's phases match one for one. Loops with other products (the
-// attention backward's four, a matmul's one) are left alone.
+// on barrier 1 (the loop's trip count is the same for both). Only a loop
+// whose body has a barrier of the whole block (gpu.barrier, directly in it:
+// a pipelined loop's, placed by insert-barriers, so this pass runs after it)
+// is ordered: that barrier keeps warpgroup 0 from arriving for iteration
+// j + 1 before warpgroup 1 waited for iteration j, so that the barrier's
+// phases match one for one (two arrivals of warpgroup 0 would complete a
+// phase alone, and warpgroup 1 would then wait for one that never comes).
+// Loops with other products (the attention backward's four, a matmul's
+// one) are left alone.
 // Counter: gpu.warpgroups-ordered.
 #include "tritium/gpu/passes.h"
 
@@ -52,11 +58,15 @@ bool reachesSelect(Value *v, const std::map<Value *, std::vector<Operation *>> &
   return false;
 }
 
-/// The two warp_group_dots directly in `loop`'s body, in order, or nulls.
+/// The two warp_group_dots directly in `loop`'s body, in order, or nulls;
+/// nulls too when the body has no gpu.barrier of its own.
 std::pair<Operation *, Operation *> twoProducts(Operation &loop) {
   std::vector<Operation *> dots;
+  bool barrier = false;
   for (auto &op : loop.region(0).front().ops())
-    if (op->code() == OpCode::WarpGroupDot)
+    if (op->code() == OpCode::GPUBarrier)
+      barrier = true;
+    else if (op->code() == OpCode::WarpGroupDot)
       dots.push_back(op.get());
     else if (op->numRegions() > 0) {
       bool nested = false;
@@ -64,7 +74,7 @@ std::pair<Operation *, Operation *> twoProducts(Operation &loop) {
       if (nested)
         return {nullptr, nullptr};
     }
-  if (dots.size() != 2)
+  if (dots.size() != 2 || !barrier)
     return {nullptr, nullptr};
   return {dots[0], dots[1]};
 }

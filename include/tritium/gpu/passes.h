@@ -86,9 +86,10 @@ void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// --order-warpgroups: on sm_90a, in a kernel of 8 warps, the first of the
 /// two wgmma products of an attention loop (a fresh product, then one
-/// accumulating into a carried value with A in registers) gets {pingpong =
-/// true}: warpgroup 1 issues it after warpgroup 0 did, each iteration. See
-/// order_warpgroups.cpp. Counter: gpu.warpgroups-ordered.
+/// accumulating into a carried value with A in registers; scores not
+/// masked; a gpu.barrier in the body, so it runs after insert-barriers)
+/// gets {pingpong = true}: warpgroup 1 issues it after warpgroup 0 did, each
+/// iteration. See order_warpgroups.cpp. Counter: gpu.warpgroups-ordered.
 void orderWarpgroups(Module &m, const PipelineOptions &opts, PassStats &stats);
 
 /// --lower-tma-stores: each tt.descriptor_store left by expand-descriptor-loads

@@ -224,7 +224,7 @@ void compileKernel(const Module &m, const std::string &kernel,
     // their users read.
     runPasses(*gm, {"prefetch-loads"}, r.stats, opts, tilePasses());
     // Descriptor stores kept for TMA: through shared memory, one copy a box.
-    runPasses(*gm, {"lower-tma-stores", "order-warpgroups", "fuse-multiply-add"}, r.stats, opts,
+    runPasses(*gm, {"lower-tma-stores", "fuse-multiply-add"}, r.stats, opts,
               gpu::gpuPasses());
   } else {
     checkGPUInput(f, opts);
@@ -236,7 +236,9 @@ void compileKernel(const Module &m, const std::string &kernel,
   // barrier between ops that share bytes is placed (insert_barriers.cpp);
   // the emitter then only prints.
   steps.begin("shared-memory");
-  runPasses(*gm, {"allocate-shared-memory", "insert-barriers"}, r.stats, opts,
+  // The warpgroups' ping-pong goes where every iteration has a barrier of
+  // the whole block (order_warpgroups.cpp), known only now.
+  runPasses(*gm, {"allocate-shared-memory", "insert-barriers", "order-warpgroups"}, r.stats, opts,
             gpu::gpuPasses());
   r.kernel.gir = print(f);
   r.kernel.sharedAllocations = sharedAllocationsOf(f);
