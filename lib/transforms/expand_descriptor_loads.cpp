@@ -196,13 +196,26 @@ void expandDescriptorLoads(Module &m, const PipelineOptions &opts, PassStats &st
   for (auto &fp : m.functions()) {
     Function &f = *fp;
     std::vector<Operation *> loads;
+    Operation *first = nullptr; // the first descriptor op
+    bool laidOut = false;       // GPU IR: its tensors have layouts
     Users users; // every value's, with the operand index
     f.walk([&](Operation *op) {
       if (op->code() == OpCode::DescriptorLoad)
         loads.push_back(op);
+      if (!first && (op->code() == OpCode::DescriptorLoad || op->code() == OpCode::DescriptorStore))
+        first = op;
+      for (Value *r : op->results())
+        laidOut = laidOut || (r->type()->isTensor() && r->type()->layout());
       for (unsigned i = 0; i < op->numOperands(); ++i)
         users[op->operand(i)].push_back({op, i});
     });
+    // The expansion builds tile IR (tensors without layouts): on GPU IR it
+    // would mix the two (a pass order of the caller's, as in tritium-opt).
+    if (first && laidOut)
+      throw UserError("'" + std::string(first->name()) + "' in '" + f.name() +
+                          "', which already has layouts: --expand-descriptor-loads runs on "
+                          "tile IR, before --convert-to-gpu",
+                      first->loc());
     for (Operation *op : loads) {
       if (keptForTMA(f, users, *op, opts)) {
         stats.add("expand-descriptor-loads.kept-for-tma");
