@@ -56,8 +56,6 @@ bool readsArgument(Function &f, unsigned arg) {
     case OpCode::AtomicRMW:
     case OpCode::AtomicCAS:
     case OpCode::DescriptorLoad:
-      ptr = op->operand(0);
-      break;
     case OpCode::AsyncCopyGlobalToLocal:
       ptr = op->operand(0);
       break;
