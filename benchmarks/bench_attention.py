@@ -7,6 +7,7 @@ is reported at its best one; the check (against SDPA, NaN-poisoned output) runs 
 Run: python3 benchmarks/bench_attention.py [--json results.json] [--quick]
 """
 
+import os
 import sys
 
 import common
@@ -97,15 +98,59 @@ def launcher(kernel, q, k, v, o, causal, sm_scale, cfg):
     return run
 
 
-def main():
+DESC_KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "test",
+                            "_attention_desc_kernels.py")
+
+
+def build_desc(name):
+    """The descriptor form (python/test/_attention_desc_kernels.py) under `name`: the module, its
+    `import tritium` lines swapped for `name`'s, written to a file of its own."""
+    import importlib.util  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    with open(DESC_KERNELS) as f:
+        src = f.read()
+    for old, new in [("import tritium as triton\n", f"import {name} as triton\n"),
+                     ("import tritium.language as tl\n", f"import {name}.language as tl\n"),
+                     ("from tritium.tools.tensor_descriptor", f"from {name}.tools.tensor_descriptor")]:
+        assert old in src, old
+        src = src.replace(old, new)
+    path = os.path.join(tempfile.mkdtemp(), f"attention_desc_{name}.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(f"attention_desc_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def launcher_desc(mod, q, k, v, o, causal, sm_scale, cfg):
+    Z, H, N, D = q.shape
+    bm, bn, w, s = cfg
+    descs = mod.descriptors(q, k, v, o, bm, bn)
+
+    def run():
+        mod.attn_fwd_desc[(N // bm, Z * H)](*descs, sm_scale, N, HEAD_DIM=D, BLOCK_M=bm,
+                                            BLOCK_N=bn, CAUSAL=causal, num_warps=w,
+                                            num_stages=s)
+        return o
+    return run
+
+
+# The kernel's two forms: (name, build, launcher).
+FORMS = {"pointer": ("attention", build, launcher),
+         "descriptor": ("attention_tma", build_desc, launcher_desc)}
+
+
+def main(form="pointer"):
     args = common.parse_args(__doc__)
     if not torch.cuda.is_available():
         print("attention: no CUDA GPU; skipped")
         return 0
+    bench, build_, launcher = FORMS[form]
     triton, tl = common.import_triton()
-    impls = {"tritium": build("tritium")}
+    impls = {"tritium": build_("tritium")}
     if triton is not None:
-        impls["triton"] = build("triton")
+        impls["triton"] = build_("triton")
     configs = QUICK_CONFIGS if args.quick else CONFIGS
     cases = [(dt, Z, H, N, D, causal) for dt in (torch.float16, torch.bfloat16) for D in (64, 128)
              for causal in (False, True) for (Z, H, N) in ((4, 32, 4096),)]
@@ -113,7 +158,7 @@ def main():
     if args.quick:
         cases = [c for c in cases if c[0] == torch.float16 and c[4] == 128 and c[3] == 4096]
     rows = []
-    print(f"attention forward: {torch.cuda.get_device_name(0)}")
+    print(f"attention forward ({form} form): {torch.cuda.get_device_name(0)}")
     print(f"{'case':<36} {'impl':<8} {'ms':>9} {'TFLOP/s':>8} {'rel_err':>9} {'vs sdpa':>9} "
           f"{'vs triton':>9}  config")
     for dt, Z, H, N, D, causal in cases:
@@ -131,7 +176,7 @@ def main():
                 lambda cfg: launcher(kern, q, k, v, o, causal, sm_scale, cfg), configs,
                 max(args.reps // 4, 10))
             if best is None:
-                rows.append({"bench": "attention", "case": case, "impl": name, "ok": False,
+                rows.append({"bench": bench, "case": case, "impl": name, "ok": False,
                              "error": "; ".join(errors)[:400]})
                 print(f"{case:<36} {name:<8} FAILED: {'; '.join(errors)[:200]}")
                 continue
@@ -144,7 +189,7 @@ def main():
         tr_ms = res.get("triton", (None,))[0]
         for name, (ms, cfg, err) in res.items():
             ok = err <= 2e-2
-            rows.append({"bench": "attention", "case": case, "impl": name, "ms": ms,
+            rows.append({"bench": bench, "case": case, "impl": name, "ms": ms,
                          "tflops": flops / (ms * 1e-3) / 1e12, "rel_err": err, "ok": ok,
                          "config": list(cfg) if cfg else None, "bytes": 0})
             vs_tr = f"{ms / tr_ms:8.2f}x" if tr_ms else f"{'-':>9}"
@@ -153,7 +198,7 @@ def main():
         del q, k, v, o, ref
         torch.cuda.empty_cache()
     print("(time ratios: >1 means slower than the peer)")
-    common.save_rows(args.json, rows, {"attention": {"device": torch.cuda.get_device_name(0)}})
+    common.save_rows(args.json, rows, {bench: {"device": torch.cuda.get_device_name(0)}})
     bad = [r for r in rows if r["impl"] == "tritium" and not r.get("ok", True)]
     return 1 if bad else 0
 

@@ -6,6 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import _attention_desc_kernels as desc  # noqa: E402
 import _attention_kernels as attn  # noqa: E402
 
 
@@ -65,3 +66,46 @@ def test_attention_forward_two_warpgroups_ping_pong(causal, monkeypatch):
         assert re.search(rf"setp\.ne\.u32 {wait.group(1)}, %r\d+, 0;", ptx)
     assert "bar.arrive" not in _forward_ptx(4, causal, monkeypatch)
     assert "bar.arrive" not in _forward_ptx(8, causal, monkeypatch, "order-warpgroups")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("Z,H,N,D,BM,BN", [(1, 2, 64, 32, 32, 16), (2, 1, 64, 16, 16, 32)])
+def test_attention_forward_descriptors_cpu(causal, Z, H, N, D, BM, BN):
+    # The tutorial's form: host tensor descriptors over the (Z*H*N, D) views.
+    torch.manual_seed(N + D + BM)
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    o = desc.attention_desc(q, k, v, causal, 0.5, BLOCK_M=BM, BLOCK_N=BN)
+    ref = attn.reference(q, k, v, causal, 0.5)
+    assert not torch.isnan(o).any()
+    assert torch.allclose(o.float(), ref, atol=2e-3, rtol=2e-3), (o.float() - ref).abs().max()
+
+
+def test_attention_descriptors_need_whole_blocks():
+    q = torch.zeros(1, 1, 48, 16, dtype=torch.float16)
+    with pytest.raises(ValueError, match="N = 48 must be a multiple of BLOCK_M = 32"):
+        desc.attention_desc(q, q, q, False, 0.5, BLOCK_M=32, BLOCK_N=16)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_forward_descriptors_ptx(causal):
+    # sm_90a, 128x128 on 8 warps: the loop's K and V blocks are TMA copies completing on
+    # mbarriers (two 64-column boxes each at d128), the output one TMA store, and the loop
+    # over unmasked blocks ordered for the two warpgroups' ping-pong.
+    import re  # noqa: PLC0415
+    from tritium.compiler import compiler as _compiler  # noqa: PLC0415
+    q = torch.zeros(1, 2, 4096, 128, dtype=torch.float16)
+    kern = desc.attn_fwd_desc
+    args = desc.descriptors(q, q, q, q, 128, 128) + (0.088, 4096)
+    key, params, _ = kern.specialize(kern._bind(args, dict(HEAD_DIM=128, BLOCK_M=128,
+                                                           BLOCK_N=128, CAUSAL=causal)))
+    ck = _compiler.compile_gpu(kern, params, key, num_warps=8, num_stages=3, target="sm_90a",
+                               use_cache=False, bounds_check=False)
+    ptx = ck.asm["ptx"]
+    # K and V (the loop's copies) and O (the store); Q, read once before the loop, is a load.
+    assert len(ck.metadata["tensor_maps"]) == 3
+    loops = re.findall(r"\$L_for_body_\d+:\n(.*?)\$L_for_end", ptx, re.S)
+    body = [b for b in loops if "wgmma.mma_async" in b][0]
+    assert body.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier") == 4
+    assert "mbarrier.try_wait.parity" in body and "ld.global" not in body
+    assert "bar.arrive 1, 256" in body
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2

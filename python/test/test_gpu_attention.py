@@ -45,3 +45,24 @@ def test_attention_forward(dtype, D, causal, N):
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_configs(cfg, causal):
     check(torch.float16, 1, 2, 700, 64, causal, cfg)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("cfg", [(128, 128, 8, 3), (64, 64, 4, 3), (128, 64, 8, 2)])
+def test_attention_forward_descriptors(dtype, D, causal, cfg):
+    # The tutorial's form (_attention_desc_kernels.py): Q, K, V and O through host tensor
+    # descriptors, TMA copies and a TMA store on sm_90a; heads laid end to end, so that a block
+    # of the wrong head or a box past the rows would show.
+    import _attention_desc_kernels as desc  # noqa: PLC0415
+    bm, bn, warps, stages = cfg
+    q, k, v = (torch.randn(2, 3, 512, D, device="cuda", dtype=dtype) for _ in range(3))
+    scale = D ** -0.5
+    o = desc.attention_desc(q, k, v, causal, scale, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
+                            num_stages=stages)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                           is_causal=causal, scale=scale)
+    assert not torch.isnan(o).any(), "unwritten (NaN) output elements"
+    err = ((o.double() - ref.double()).norm() / ref.double().norm()).item()
+    assert err < (1e-2 if dtype == torch.bfloat16 else 3e-3), err
