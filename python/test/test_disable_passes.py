@@ -16,7 +16,7 @@ from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
             "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add", "tma",
-            "tma-store", "order-warpgroups"]
+            "tma-store", "order-warpgroups", "sync-two-stage-dots"]
 
 
 @tritium.jit
@@ -87,7 +87,11 @@ SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
          # The descriptors' blocks copied with TMA (sm_90a), as masked loads without.
          "tma": (_desc, "ttng.async_tma_copy_global_to_local", "", ["sm_90a"]),
          # The descriptor's store as a TMA store through shared memory (sm_90a).
-         "tma-store": (_desc, "ttng.async_tma_copy_local_to_global", "", ["sm_90a"])}
+         "tma-store": (_desc, "ttng.async_tma_copy_local_to_global", "", ["sm_90a"]),
+         # The dK/dV loop (8 warps, 2 stages, four wgmmas): every wgmma retired in its
+         # iteration; left out, dV's and dK's stay in flight (sm_90a).
+         "sync-two-stage-dots": (_dkdv, lambda gir: "ttng.warp_group_dot" in gir and
+                                 "async = true" not in gir, "", ["sm_90a"])}
 
 
 def _sign(name):

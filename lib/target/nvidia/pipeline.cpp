@@ -71,7 +71,8 @@ void checkOptions(const PipelineOptions &opts) {
                                           "propagate-layouts", "pipeline",
                                           "stage-vectors", "hoist-slice",
                                           "split-masked-loops", "fuse-multiply-add", "tma",
-                                          "tma-store", "order-warpgroups"};
+                                          "tma-store", "order-warpgroups",
+                                          "sync-two-stage-dots"};
   for (const std::string &name : opts.skipPasses) {
     if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
       continue;
