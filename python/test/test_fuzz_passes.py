@@ -44,8 +44,8 @@ def test_fuzzer_detects_and_minimises_a_mismatch(tmpdir_, monkeypatch):
     program minimised down to the statements it needs."""
     real = kernel_fuzz.execute
 
-    def broken(text, name, gen, arrs, nvalid, passes):
-        outs, out_text = real(text, name, gen, arrs, nvalid, passes)
+    def broken(text, name, gen, arrs, nvalid, passes, *options):
+        outs, out_text = real(text, name, gen, arrs, nvalid, passes, *options)
         if "cse" in passes and "tt.reduce" in text:
             outs[0] = ~outs[0]
         return outs, out_text

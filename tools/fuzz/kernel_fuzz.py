@@ -85,6 +85,11 @@ def pipelines():
                    layouts +
                    ["pipeline", "prefetch-loads", "lower-tma-stores", "order-warpgroups",
                     "allocate-shared-memory", "insert-barriers"]))
+    # The same with two warpgroups (8 warps): a dot loop of several wgmmas pipelined with 2
+    # stages retires them in their iteration (sync-two-stage-dots), with 3 keeps them async.
+    for stages_ in (2, 3):
+        stages.append((f"GPU compile order, 8 warps, {stages_} stages", stages[-1][1], "sm_90a",
+                       {"num_warps": 8, "num_stages": stages_}))
     return stages
 
 
@@ -427,12 +432,12 @@ def raw_ir(gen, src, seed, tmpdir):
     return _C.print_module(module, False), name
 
 
-def execute(text, name, gen, arrs, nvalid, passes, target="sm_90a"):
-    """Outputs (bit views) of running `text` after `passes` (compiled for `target`), or
-    ('error', message)."""
+def execute(text, name, gen, arrs, nvalid, passes, target="sm_90a", options=None):
+    """Outputs (bit views) of running `text` after `passes` (compiled for `target`, with the
+    pipeline `options`: num_warps, num_stages), or ('error', message)."""
     m = _C.parse_module(text, "<fuzz>")
     if passes:
-        _C.run_passes(m, passes, True, target=target)
+        _C.run_passes(m, passes, True, target=target, **(options or {}))
     ins = [a.copy() for a in arrs]
     dt = NP[gen.dtype]
     outs = [np.full(gen.size(), 7, dt) for _ in range(3)]
