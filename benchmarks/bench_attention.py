@@ -103,24 +103,8 @@ DESC_KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "p
 
 
 def build_desc(name):
-    """The descriptor form (python/test/_attention_desc_kernels.py) under `name`: the module, its
-    `import tritium` lines swapped for `name`'s, written to a file of its own."""
-    import importlib.util  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-    with open(DESC_KERNELS) as f:
-        src = f.read()
-    for old, new in [("import tritium as triton\n", f"import {name} as triton\n"),
-                     ("import tritium.language as tl\n", f"import {name}.language as tl\n"),
-                     ("from tritium.tools.tensor_descriptor", f"from {name}.tools.tensor_descriptor")]:
-        assert old in src, old
-        src = src.replace(old, new)
-    path = os.path.join(tempfile.mkdtemp(), f"attention_desc_{name}.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(f"attention_desc_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The descriptor form (python/test/_attention_desc_kernels.py) under `name`: the module."""
+    return common.load_kernels_as(DESC_KERNELS, name, "attention_desc")
 
 
 def launcher_desc(mod, q, k, v, o, causal, sm_scale, cfg):
@@ -146,7 +130,7 @@ def main(form="pointer"):
     if not torch.cuda.is_available():
         print("attention: no CUDA GPU; skipped")
         return 0
-    bench, build_, launcher = FORMS[form]
+    bench, build_, launch = FORMS[form]
     triton, tl = common.import_triton()
     impls = {"tritium": build_("tritium")}
     if triton is not None:
@@ -173,7 +157,7 @@ def main(form="pointer"):
         res = {"sdpa": (common.time_ms(sdpa, reps=args.reps), None, 0.0)}
         for name, kern in impls.items():
             best, errors = common.best_config(
-                lambda cfg: launcher(kern, q, k, v, o, causal, sm_scale, cfg), configs,
+                lambda cfg: launch(kern, q, k, v, o, causal, sm_scale, cfg), configs,
                 max(args.reps // 4, 10))
             if best is None:
                 rows.append({"bench": bench, "case": case, "impl": name, "ok": False,
@@ -182,7 +166,7 @@ def main(form="pointer"):
                 continue
             ms, cfg = best
             common.poison_(o)
-            launcher(kern, q, k, v, o, causal, sm_scale, cfg)()
+            launch(kern, q, k, v, o, causal, sm_scale, cfg)()
             torch.cuda.synchronize()
             res[name] = (ms, cfg, common.rel_err(o.float(), ref))
         s_ms = res["sdpa"][0]

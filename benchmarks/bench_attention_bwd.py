@@ -35,22 +35,8 @@ QUICK_CONFIGS = {64: [CONFIGS[64][0], CONFIGS[64][4]], 128: [CONFIGS[128][0], CO
 
 
 def build(name):
-    """The module of _attention_bwd_kernels.py with `import tritium` replaced by `import {name}`,
-    written to a file so that both compilers can read its source."""
-    import importlib.util  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-    with open(KERNELS) as f:
-        src = f.read()
-    src = src.replace("import tritium as triton\nimport tritium.language as tl\n",
-                      f"import {name} as triton\nimport {name}.language as tl\n")
-    assert f"import {name} as triton" in src
-    path = os.path.join(tempfile.mkdtemp(), f"attention_bwd_{name}.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(f"attention_bwd_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The module of _attention_bwd_kernels.py under `name` ("tritium" or "triton")."""
+    return common.load_kernels_as(KERNELS, name, "attention_bwd")
 
 
 def forward_state(q, k, v, causal, sm_scale):

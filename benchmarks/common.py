@@ -39,6 +39,28 @@ def import_triton():
         return None, None
 
 
+def load_kernels_as(path, name, tag):
+    """The module of kernel file `path` (written for tritium: `import tritium as triton`, `import
+    tritium.language as tl`, `from tritium.tools...`) with those imports of `name` ("tritium" or
+    "triton") instead, written to a file of its own so that both compilers can read its source."""
+    import importlib.util  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    with open(path) as f:
+        src = f.read()
+    assert "import tritium as triton\n" in src, path
+    for old, new in [("import tritium as triton\n", f"import {name} as triton\n"),
+                     ("import tritium.language as tl\n", f"import {name}.language as tl\n"),
+                     ("from tritium.tools.", f"from {name}.tools.")]:
+        src = src.replace(old, new)
+    dest = os.path.join(tempfile.mkdtemp(), f"{tag}_{name}.py")
+    with open(dest, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(f"{tag}_{name}", dest)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def parse_args(description):
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--json", help="append result rows to this JSON file")

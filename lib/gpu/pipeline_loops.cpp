@@ -1242,9 +1242,7 @@ int64_t stagesOf(Operation *loop, const PipelineOptions &opts) {
 /// warps, async stays faster. TRITIUM_DISABLE_PASSES=sync-two-stage-dots
 /// keeps them async.
 bool syncTwoStageLoop(Operation *loop, int stages, int numWarps, const PipelineOptions &opts) {
-  if (stages != 2 || numWarps < 8 ||
-      std::find(opts.skipPasses.begin(), opts.skipPasses.end(), "sync-two-stage-dots") !=
-          opts.skipPasses.end())
+  if (stages != 2 || numWarps < 8 || opts.skips("sync-two-stage-dots"))
     return false;
   int dots = 0;
   loop->walk([&](Operation *op) { dots += op->code() == OpCode::WarpGroupDot; });
@@ -1287,16 +1285,14 @@ int pipelineFunction(Function &f, const PipelineOptions &opts, PassStats &stats,
                               " no longer qualifies after its loads were staged");
       }
     }
+    int warps = numWarpsOf(f, opts);
     bool tma = std::any_of(plan->loads.begin(), plan->loads.end(),
                            [](const Candidate &c) { return c.tma; });
-    if (!plan->asyncDots.empty() && !tma &&
-        syncTwoStageLoop(loop, s, numWarpsOf(f, opts), opts)) {
+    if (!plan->asyncDots.empty() && !tma && syncTwoStageLoop(loop, s, warps, opts)) {
       plan->asyncDots.clear();
       stats.add("gpu.loops-dots-sync");
     }
-    bool hoist = std::find(opts.skipPasses.begin(), opts.skipPasses.end(), "hoist-slice") ==
-                 opts.skipPasses.end();
-    if (int64_t hoisted = Pipeliner(f, *plan, hoist, numWarpsOf(f, opts)).run())
+    if (int64_t hoisted = Pipeliner(f, *plan, !opts.skips("hoist-slice"), warps).run())
       stats.add("gpu.slice-ops-hoisted", hoisted);
     stats.add("gpu.loops-pipelined");
     stats.add("gpu.loads-pipelined", (int64_t)plan->loads.size());
@@ -1326,8 +1322,7 @@ void pipelineLoops(Module &m, const PipelineOptions &opts, PassStats &stats) {
   // Step 0 adds S buffers a staged vector. It is kept only where the kernel
   // then still fits the target's shared memory: tried on a copy first (the
   // bytes depend on liveness, e.g. two loops' buffers may share them).
-  bool stage = std::find(opts.skipPasses.begin(), opts.skipPasses.end(), "stage-vectors") ==
-                   opts.skipPasses.end() &&
+  bool stage = !opts.skips("stage-vectors") &&
                anythingToStage(m, opts);
   if (stage) {
     std::unique_ptr<Module> trial = m.clone();

@@ -115,14 +115,14 @@ bool tmaDescribable(const Function &f, Operation &op, unsigned first, const Type
 
 bool tmaTarget(const PipelineOptions &opts) {
   return opts.target.sm >= 90 && opts.target.archA && !opts.boundsCheck &&
-         !std::count(opts.skipPasses.begin(), opts.skipPasses.end(), "tma");
+         !opts.skips("tma");
 }
 
 /// Whether `op` (a tt.descriptor_store of `f`) stays for a TMA store (see
 /// the top of the file).
 bool keptForTMAStore(const Function &f, Operation &op, const PipelineOptions &opts) {
   if (!tmaTarget(opts) ||
-      std::count(opts.skipPasses.begin(), opts.skipPasses.end(), "tma-store"))
+      opts.skips("tma-store"))
     return false;
   return tmaDescribable(f, op, 1, op.operand(0)->type());
 }

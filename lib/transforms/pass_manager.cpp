@@ -42,8 +42,7 @@ void runPasses(Module &m, const std::vector<std::string> &passes,
     infos.push_back(p);
   }
   for (const PassInfo *p : infos) {
-    if (std::find(opts.skipPasses.begin(), opts.skipPasses.end(), p->name) !=
-        opts.skipPasses.end())
+    if (opts.skips(p->name))
       continue;
     try {
       p->run(m, opts, stats);

@@ -79,17 +79,16 @@ def pipelines():
     # without TMA (run_passes' target sm_80).
     expand = ["expand-descriptor-loads", "canonicalize", "cse", "licm-scalars", "dce"]
     stages.append(("descriptors expanded", pipe + expand, "sm_80"))
-    stages.append(("GPU compile order",
-                   list(_C.default_pipeline()) + expand +
-                   ["split-masked-loops", "canonicalize", "cse", "dce", "prefetch-loads"] +
-                   layouts +
-                   ["pipeline", "prefetch-loads", "lower-tma-stores", "order-warpgroups",
-                    "allocate-shared-memory", "insert-barriers"]))
+    gpu_order = (list(_C.default_pipeline()) + expand +
+                 ["split-masked-loops", "canonicalize", "cse", "dce", "prefetch-loads"] + layouts +
+                 ["pipeline", "prefetch-loads", "lower-tma-stores", "order-warpgroups",
+                  "allocate-shared-memory", "insert-barriers"])
+    stages.append(("GPU compile order", gpu_order))
     # The same with two warpgroups (8 warps): a dot loop of several wgmmas pipelined with 2
     # stages retires them in their iteration (sync-two-stage-dots), with 3 keeps them async.
-    for stages_ in (2, 3):
-        stages.append((f"GPU compile order, 8 warps, {stages_} stages", stages[-1][1], "sm_90a",
-                       {"num_warps": 8, "num_stages": stages_}))
+    for n in (2, 3):
+        stages.append((f"GPU compile order, 8 warps, {n} stages", gpu_order, "sm_90a",
+                       {"num_warps": 8, "num_stages": n}))
     return stages
 
 

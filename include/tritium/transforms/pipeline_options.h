@@ -7,6 +7,7 @@
 // (tritium/target/nvidia/pipeline.h) checks them once, before any pass.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ struct PipelineOptions {
   /// what one gains. Only passes whose output is correct without them may
   /// be named (checkOptions in lib/target/nvidia/pipeline.cpp says which).
   std::vector<std::string> skipPasses;
+  /// Whether skipPasses names `name`.
+  bool skips(const std::string &name) const {
+    return std::find(skipPasses.begin(), skipPasses.end(), name) != skipPasses.end();
+  }
 
   // ---- the pass manager ----------------------------------------------------
   /// Run the verifier after every pass (tests and debug builds).
