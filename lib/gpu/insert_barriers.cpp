@@ -54,6 +54,10 @@
 //    that read the bytes, no warp reads them any more (the pipeliner issues
 //    a stage's copies after the wait that retires the previous reader;
 //    with more warpgroups another one's wgmma may still be reading).
+// 8. Nor a TMA copy with {warpgroup = W} (pipeline_loops.cpp's empty
+//    barriers): every warp arrived on the buffer's empty mbarrier once its
+//    own wgmma.wait_group retired the reads, and warpgroup W waited for all
+//    of them before its first thread issues the copy.
 #include "tritium/gpu/shared_memory.h"
 
 #include "tritium/gpu/conversion.h"
@@ -409,11 +413,15 @@ private:
       copied = md_.of(op.operand(tma ? 0 : 1));
       e.first.push_back({copied.lo, copied.hi, true, !copied.someBuffer});
     }
+    // A TMA copy after wgmma reads needs no barrier in a kernel of one
+    // warpgroup (step 7), nor when a warpgroup issues it after waiting on
+    // the buffer's empty barrier, which every warp released (step 8).
+    bool released = oneWarpgroup_ || (tma && op.hasAttr("warpgroup"));
     bool conflict = before_.count(&op) > 0;
     for (const Access &a : e.first) {
       checkInFlight(op, a, pending);
       for (const Access &p : pending.sync)
-        conflict = conflict || (a.conflicts(p) && !(tma && oneWarpgroup_ && p.wgmma));
+        conflict = conflict || (a.conflicts(p) && !(tma && released && p.wgmma));
     }
     for (const Access &a : e.last)
       checkInFlight(op, a, pending);

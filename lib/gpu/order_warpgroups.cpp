@@ -31,6 +31,13 @@
 // j + 1 before warpgroup 1 waited for iteration j, so that the barrier's
 // phases match one for one (two arrivals of warpgroup 0 would complete a
 // phase alone, and warpgroup 1 would then wait for one that never comes).
+// A loop without such a barrier, whose TMA copies the last warpgroup issues
+// after the buffers' empty mbarriers (pipeline_loops.cpp), is ordered both
+// ways: the loop gets {pingpong} too, and warpgroup 0 then waits on named
+// barrier 2 before its product until warpgroup 1 has issued its own of the
+// iteration before (warpgroup 1 arrives once before the loop, warpgroup 0
+// waits once after it). The turn passes strictly back and forth, so
+// neither barrier can take two arrivals of one side in a row.
 // Loops with other products (the attention backward's four, a matmul's
 // one) are left alone.
 // Counter: gpu.warpgroups-ordered.
@@ -59,13 +66,17 @@ bool reachesSelect(Value *v, const std::map<Value *, std::vector<Operation *>> &
 }
 
 /// The two warp_group_dots directly in `loop`'s body, in order, or nulls;
-/// nulls too when the body has no gpu.barrier of its own.
-std::pair<Operation *, Operation *> twoProducts(Operation &loop) {
+/// nulls too when the body has neither a gpu.barrier of its own nor TMA
+/// copies issued after an empty barrier (`bothWays` then: the turn must go
+/// back explicitly).
+std::pair<Operation *, Operation *> twoProducts(Operation &loop, bool &bothWays) {
   std::vector<Operation *> dots;
-  bool barrier = false;
+  bool barrier = false, released = false;
   for (auto &op : loop.region(0).front().ops())
     if (op->code() == OpCode::GPUBarrier)
       barrier = true;
+    else if (op->code() == OpCode::AsyncTMACopyGlobalToLocal && op->hasAttr("warpgroup"))
+      released = true;
     else if (op->code() == OpCode::WarpGroupDot)
       dots.push_back(op.get());
     else if (op->numRegions() > 0) {
@@ -74,7 +85,8 @@ std::pair<Operation *, Operation *> twoProducts(Operation &loop) {
       if (nested)
         return {nullptr, nullptr};
     }
-  if (dots.size() != 2 || !barrier)
+  bothWays = !barrier;
+  if (dots.size() != 2 || !(barrier || released))
     return {nullptr, nullptr};
   return {dots[0], dots[1]};
 }
@@ -96,7 +108,8 @@ void orderWarpgroups(Module &m, const PipelineOptions &opts, PassStats &stats) {
         loops.push_back(op);
     });
     for (Operation *loop : loops) {
-      auto [qk, pv] = twoProducts(*loop);
+      bool bothWays = false;
+      auto [qk, pv] = twoProducts(*loop, bothWays);
       if (!qk)
         continue;
       // qk: a fresh product (its accumulator not carried); pv: accumulating
@@ -114,6 +127,10 @@ void orderWarpgroups(Module &m, const PipelineOptions &opts, PassStats &stats) {
       if (reachesSelect(qk->result(0), users))
         continue;
       qk->setAttr("pingpong", true);
+      if (bothWays) {
+        loop->setAttr("pingpong", true);
+        stats.add("gpu.warpgroups-ordered-both-ways");
+      }
       stats.add("gpu.warpgroups-ordered");
     }
   }

@@ -107,5 +107,27 @@ def test_attention_forward_descriptors_ptx(causal):
     body = [b for b in loops if "wgmma.mma_async" in b][0]
     assert body.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier") == 4
     assert "mbarrier.try_wait.parity" in body and "ld.global" not in body
-    assert "bar.arrive 1, 256" in body
+    # No barrier of the whole block in the loop: every warp releases the stage it read on
+    # the stage's empty mbarrier, and warpgroup 1 waits for that before its first thread
+    # issues the copies into it.
+    assert "bar.sync 0;" not in body
+    release = re.search(r"@(%p\d+) mbarrier\.arrive\.shared::cta\.b64 %rd\d+, \[(%r\d+)\];\n"
+                        r"\t@!(%p\d+) bra\.uni (\$L_mbar_done_\d+);\n(?:.*\n)*?"
+                        r"\tmbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[\2\]", body)
+    assert release, body[-3000:]
+    assert re.search(rf"setp\.eq\.u32 {release.group(1)}, %r\d+, 0;", ptx)  # lane 0
+    assert re.search(rf"setp\.eq\.u32 {release.group(3)}, %r\d+, 1;", ptx)  # warpgroup 1
+    copies = body.index("cp.async.bulk.tensor.2d.shared::cluster")
+    assert body.index(release.group(4) + ":") < copies
+    issuer = re.search(r"@(%p\d+) mbarrier\.arrive\.expect_tx", body).group(1)
+    assert re.search(rf"and\.pred {issuer}, (%p\d+), %p\d+;", ptx) or \
+        re.search(rf"setp\.eq\.u32 {issuer}, %r\d+, 128;", ptx)
+    # The ping-pong both ways: warpgroup 1 waits on barrier 1 for warpgroup 0's QK^T,
+    # warpgroup 0 on barrier 2 for warpgroup 1's of the iteration before; warpgroup 1
+    # arrives on 2 once before the loop, warpgroup 0 waits on it once after.
+    assert body.count("bar.sync 1, 256") == 1 and body.count("bar.arrive 1, 256") == 1
+    assert body.count("bar.sync 2, 256") == 1 and body.count("bar.arrive 2, 256") == 1
+    start = ptx.index("$L_for_body_")
+    head, tail = ptx[:start], ptx[ptx.index("\n$L_for_end_", start):]
+    assert head.count("bar.arrive 2, 256") == 1 and tail.count("bar.sync 2, 256") == 1
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2

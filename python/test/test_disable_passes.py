@@ -16,7 +16,7 @@ from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
             "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add", "tma",
-            "tma-store", "order-warpgroups", "sync-two-stage-dots"]
+            "tma-store", "order-warpgroups", "sync-two-stage-dots", "tma-empty-barriers"]
 
 
 @tritium.jit
@@ -59,6 +59,16 @@ def _desc(target):
                            divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
 
 
+def _desc8(target):
+    """_desc_dot on 8 warps: two warpgroups read the TMA buffers."""
+    return tritium.compile(_desc_dot, signature={"a_ptr": "*fp16", "b_ptr": "*fp16",
+                                                 "c_ptr": "*fp32", "M": "i32", "N": "i32",
+                                                 "K": "i32"},
+                           constexprs={"BM": 128, "BN": 64, "BK": 64}, target=target,
+                           num_warps=8, num_stages=3, use_cache=False,
+                           divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+
+
 def _no_row_offsets_in_loop(gir):
     """No 64-bit multiply in the first loop's body (the descriptors' row offsets, hoisted)."""
     body = gir[gir.index("scf.for"):]
@@ -91,7 +101,10 @@ SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
          # The dK/dV loop (8 warps, 2 stages, four wgmmas): every wgmma retired in its
          # iteration; left out, dV's and dK's stay in flight (sm_90a).
          "sync-two-stage-dots": (_dkdv, lambda gir: "ttng.warp_group_dot" in gir and
-                                 "async = true" not in gir, "", ["sm_90a"])}
+                                 "async = true" not in gir, "", ["sm_90a"]),
+         # Two warpgroups: the TMA buffers released on empty mbarriers instead of a barrier
+         # of the whole block before the copies (sm_90a).
+         "tma-empty-barriers": (_desc8, "%empties", "", ["sm_90a"])}
 
 
 def _sign(name):
@@ -108,9 +121,10 @@ def test_each_optional_pass_can_be_left_out(name, target, monkeypatch):
         monkeypatch.setenv("TRITIUM_DISABLE_PASSES", base)
     else:
         monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
-    with_pass = {f: f(target) for f in (_dkdv, _rows, _desc)}
+    kernels = (_dkdv, _rows, _desc, _desc8)
+    with_pass = {f: f(target) for f in kernels}
     monkeypatch.setenv("TRITIUM_DISABLE_PASSES", ",".join(n for n in (base, name) if n))
-    without = {f: f(target) for f in (_dkdv, _rows, _desc)}
+    without = {f: f(target) for f in kernels}
     for f, k in without.items():
         assert k.asm["gir"] != "" and k.asm["ptx"] != ""
         if HAS_PTXAS:

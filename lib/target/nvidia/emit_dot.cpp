@@ -711,12 +711,21 @@ struct WgmmaDot {
     // {pingpong} (order-warpgroups): warpgroup 1 waits on named barrier 1
     // until warpgroup 0 has issued this product (its arrival after the
     // commit below); 256 threads complete each phase.
+    // With the loop's {pingpong} too (a loop without a barrier of the whole
+    // block), the turn goes back as well: warpgroup 0 waits on named
+    // barrier 2 until warpgroup 1 has issued its product of the iteration
+    // before (the loop's emission arrives once for it before the loop).
     bool pingpong = op.hasAttr("pingpong") && op.boolAttr("pingpong");
+    Operation *parent = op.parentOp();
+    bool bothWays = pingpong && parent && parent->code() == OpCode::For &&
+                    parent->hasAttr("pingpong") && parent->boolAttr("pingpong");
     std::string first, second;
     if (pingpong) {
       first = e.reg(RC::Pred), second = e.reg(RC::Pred);
       e.pro("setp.eq.u32 " + first + ", " + wg + ", 0");
       e.pro("setp.ne.u32 " + second + ", " + wg + ", 0");
+      if (bothWays)
+        e.ins("@" + first + " bar.sync 2, 256");
       e.ins("@" + second + " bar.sync 1, 256");
     }
     e.ins("wgmma.fence.sync.aligned");
@@ -733,6 +742,8 @@ struct WgmmaDot {
     e.ins("wgmma.commit_group.sync.aligned");
     if (pingpong)
       e.ins("@" + first + " bar.arrive 1, 256");
+    if (bothWays)
+      e.ins("@" + second + " bar.arrive 2, 256");
     if (loop) {
       // Keep this group in flight: the previous iteration's is complete (the
       // pipelining pass left its buffers alone for this); the loop waits

@@ -507,7 +507,10 @@ void emitAsyncCopy(Emitter &e, Operation &op) {
 /// The predicate of a block-level mbarrier op: thread 0, and the op's own
 /// predicate operand (operand `i`) when it has one.
 std::string onceGuard(Emitter &e, Operation &op, unsigned i) {
-  std::string p = e.ownerPred(op.operand(0)->type()); // thread 0
+  // Thread 0, or the first thread of the op's warpgroup (a pipelined loop's
+  // copies issued by the last warpgroup: pipeline_loops.cpp).
+  std::string p = op.hasAttr("warpgroup") ? e.inWarpgroup(op.intAttr("warpgroup"), true)
+                                          : e.ownerPred(op.operand(0)->type());
   if (op.numOperands() > i) {
     std::string q = e.reg(RC::Pred);
     e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(i))[0]);
@@ -522,6 +525,9 @@ void emitWaitBarrier(Emitter &e, Operation &op) {
   std::string done = e.newLabel("mbar_done"), loop = e.newLabel("mbar_wait");
   if (op.numOperands() > 2)
     e.ins("@!" + e.regs(op.operand(2))[0] + " bra " + done);
+  // {warpgroup}: the other warpgroups go on (a warp-uniform branch).
+  if (op.hasAttr("warpgroup"))
+    e.ins("@!" + e.inWarpgroup(op.intAttr("warpgroup")) + " bra.uni " + done);
   e.label(loop);
   std::string ok = e.reg(RC::Pred);
   // try_wait suspends the thread for a while (sm_90); test_wait polls.
@@ -643,7 +649,9 @@ void emitTMACopy(Emitter &e, Operation &op) {
   TensorMapSpec spec = tmaSpec(e, op, md, 3, boxes, boxBytes, boxCols);
   spec.nanFill = op.strAttr("padding") == "nan";
   std::string tmap = e.tensorMapAddress(spec);
-  std::string p = e.ownerPred(Type::scalar(DType::I32)); // thread 0
+  // Thread 0, or the first thread of the op's warpgroup.
+  std::string p = op.hasAttr("warpgroup") ? e.inWarpgroup(op.intAttr("warpgroup"), true)
+                                          : e.ownerPred(Type::scalar(DType::I32));
   std::string q = e.reg(RC::Pred);
   e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(2))[0]);
   std::string buf = e.regs(op.operand(0))[0], bar = e.regs(op.operand(1))[0];
@@ -792,7 +800,18 @@ bool emitShared(Emitter &e, Operation &op) {
     if (count != 1)
       e.requireSM(op, 90, "ttng.arrive_barrier with a count");
     std::string state = e.reg(RC::B64);
-    e.ins(onceGuard(e, op, 1) + "mbarrier.arrive.shared::cta.b64 " + state +
+    std::string guard = onceGuard(e, op, 1);
+    if (op.hasAttr("per_warp") && op.boolAttr("per_warp")) {
+      // Each warp's first lane, once the warp's earlier work is done (its
+      // wgmma.wait_group retired the reads of the buffer it releases).
+      guard = "@" + e.firstLane() + " ";
+      if (op.numOperands() > 1) {
+        std::string q = e.reg(RC::Pred);
+        e.ins("and.pred " + q + ", " + e.firstLane() + ", " + e.regs(op.operand(1))[0]);
+        guard = "@" + q + " ";
+      }
+    }
+    e.ins(guard + "mbarrier.arrive.shared::cta.b64 " + state +
           ", [" + e.regs(op.operand(0))[0] + "]" +
           (count != 1 ? ", " + std::to_string(count) : ""));
     return true;

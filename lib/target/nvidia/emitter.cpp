@@ -130,6 +130,29 @@ std::string Emitter::warp() {
   return warp_;
 }
 
+std::string Emitter::inWarpgroup(int64_t w, bool firstThread) {
+  std::string key = "wg" + std::to_string(w) + (firstThread ? "t0" : "");
+  if (auto it = ownerCache_.find(key); it != ownerCache_.end())
+    return it->second;
+  std::string p = reg(RC::Pred);
+  if (firstThread) {
+    pro("setp.eq.u32 " + p + ", " + tid() + ", " + std::to_string(128 * w));
+  } else {
+    std::string g = reg(RC::B32);
+    pro("shr.u32 " + g + ", " + warp() + ", 2");
+    pro("setp.eq.u32 " + p + ", " + g + ", " + std::to_string(w));
+  }
+  return ownerCache_[key] = p;
+}
+
+std::string Emitter::firstLane() {
+  if (auto it = ownerCache_.find("lane0"); it != ownerCache_.end())
+    return it->second;
+  std::string p = reg(RC::Pred);
+  pro("setp.eq.u32 " + p + ", " + lane() + ", 0");
+  return ownerCache_["lane0"] = p;
+}
+
 std::string Emitter::threadLinear(const Type *t, const std::vector<int64_t> &w,
                                   const gpu::ScratchSwizzle *sw) {
   if (sw && sw->bits == 0)
@@ -620,13 +643,24 @@ void Emitter::emitOp(Operation &op) {
   case PtxFamily::Combine:
     done = emitCombineOp(*this, op);
     break;
-  case PtxFamily::ControlFlow:
+  case PtxFamily::ControlFlow: {
+    // A loop whose warpgroups pass the ping-pong's turn both ways
+    // (order-warpgroups): warpgroup 1 gives warpgroup 0 its first turn, and
+    // warpgroup 0 takes warpgroup 1's last one after the loop, so that
+    // named barrier 2's arrivals and waits pair up.
+    bool bothWays = op.code() == OpCode::For && op.hasAttr("pingpong") &&
+                    op.boolAttr("pingpong");
+    if (bothWays)
+      ins("@" + inWarpgroup(1) + " bar.arrive 2, 256");
     done = emitControlFlow(*this, op);
+    if (bothWays)
+      ins("@" + inWarpgroup(0) + " bar.sync 2, 256");
     // A loop whose wgmma kept a group in flight: its results are read from
     // here on.
     if (done && asyncWgmmaLoops.count(&op))
       ins("wgmma.wait_group.sync.aligned 0");
     break;
+  }
   case PtxFamily::Tensor:
     done = emitTensorOp(*this, op);
     break;

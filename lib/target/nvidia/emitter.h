@@ -89,6 +89,11 @@ public:
   std::string tid();
   std::string lane();
   std::string warp();
+  /// A predicate true in warpgroup `w` (warps 4w .. 4w+3), or only in its
+  /// first thread (`firstThread`).
+  std::string inWarpgroup(int64_t w, bool firstThread = false);
+  /// A predicate true in each warp's first lane.
+  std::string firstLane();
   /// sum over the lane and warp bits of this thread of dot(basis, w): the
   /// thread's part of a linear function of the coordinate (a prologue
   /// register, cached).

@@ -72,7 +72,7 @@ void checkOptions(const PipelineOptions &opts) {
                                           "stage-vectors", "hoist-slice",
                                           "split-masked-loops", "fuse-multiply-add", "tma",
                                           "tma-store", "order-warpgroups",
-                                          "sync-two-stage-dots"};
+                                          "sync-two-stage-dots", "tma-empty-barriers"};
   for (const std::string &name : opts.skipPasses) {
     if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
       continue;
