@@ -504,13 +504,18 @@ void emitAsyncCopy(Emitter &e, Operation &op) {
 
 // ---- mbarriers --------------------------------------------------------------
 
-/// The predicate of a block-level mbarrier op: thread 0, and the op's own
-/// predicate operand (operand `i`) when it has one.
+/// The one thread that issues a block-level mbarrier op or a TMA copy:
+/// thread 0, or the first thread of the op's {warpgroup} (a pipelined loop's
+/// copies issued by the last warpgroup: pipeline_loops.cpp).
+std::string issuingThread(Emitter &e, Operation &op) {
+  return op.hasAttr("warpgroup") ? e.inWarpgroup(op.intAttr("warpgroup"), true)
+                                 : e.ownerPred(Type::scalar(DType::I32));
+}
+
+/// The predicate of a block-level mbarrier op: its issuing thread, and the
+/// op's own predicate operand (operand `i`) when it has one.
 std::string onceGuard(Emitter &e, Operation &op, unsigned i) {
-  // Thread 0, or the first thread of the op's warpgroup (a pipelined loop's
-  // copies issued by the last warpgroup: pipeline_loops.cpp).
-  std::string p = op.hasAttr("warpgroup") ? e.inWarpgroup(op.intAttr("warpgroup"), true)
-                                          : e.ownerPred(op.operand(0)->type());
+  std::string p = issuingThread(e, op);
   if (op.numOperands() > i) {
     std::string q = e.reg(RC::Pred);
     e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(i))[0]);
@@ -649,9 +654,7 @@ void emitTMACopy(Emitter &e, Operation &op) {
   TensorMapSpec spec = tmaSpec(e, op, md, 3, boxes, boxBytes, boxCols);
   spec.nanFill = op.strAttr("padding") == "nan";
   std::string tmap = e.tensorMapAddress(spec);
-  // Thread 0, or the first thread of the op's warpgroup.
-  std::string p = op.hasAttr("warpgroup") ? e.inWarpgroup(op.intAttr("warpgroup"), true)
-                                          : e.ownerPred(Type::scalar(DType::I32));
+  std::string p = issuingThread(e, op);
   std::string q = e.reg(RC::Pred);
   e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(2))[0]);
   std::string buf = e.regs(op.operand(0))[0], bar = e.regs(op.operand(1))[0];
