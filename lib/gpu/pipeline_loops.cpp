@@ -41,7 +41,11 @@
 // async_wait, a wait for %read's mbarrier at the phase parity the loop
 // carries (flipped each time %read wraps). The buffer's layout must be one
 // a tensor map's swizzle writes (tmaSwizzleBytes). After the loop a barrier
-// (no thread may still wait) and the mbarriers are invalidated.
+// (no thread may still wait) and the mbarriers are invalidated. In a
+// 2-stage loop, tiles read first by different ops of the body get
+// mbarriers of their own, and a later one's wait goes just before its
+// reader (groupTMACopies: attention's V completes during q @ k^T and the
+// softmax).
 // Empty barriers: in a kernel of several warpgroups whose pipelined copies
 // are all TMA, the copies into the buffer the previous iteration read would
 // otherwise need a barrier of the whole block first (another warpgroup's
@@ -652,9 +656,9 @@ void stageLoads(Function &f, Operation *loop, const std::vector<Operation *> &lo
 
 class Pipeliner {
 public:
-  Pipeliner(Function &f, Plan &p, bool hoist, int numWarps, bool empty)
+  Pipeliner(Function &f, Plan &p, bool hoist, int numWarps, bool empty, bool split)
       : f_(f), p_(p), body_(bodyOf(p.loop)), hoist_(hoist), numWarps_(numWarps),
-        empty_(empty) {}
+        empty_(empty), split_(split) {}
 
   /// Returns how many slice ops hoistInvariantSlice moved.
   int64_t run() {
@@ -680,28 +684,30 @@ public:
       bufs->nameHint = "bufs";
       bufs_.push_back(bufs);
       bufType_.push_back(one);
-      if (c.tma)
-        tmaBytes_ += one->numElements() * storageBytes(one->element());
-      else
+      if (!c.tma)
         cpAsync_ = true;
     }
+    groupTMACopies();
     // TMA: one mbarrier a buffer index, which the stage's TMA copies all
     // complete (their bytes, expected by thread 0's arrival). The fence
     // orders this thread's earlier ordinary shared-memory writes (bytes the
     // buffers may reuse) before the copies; the inits, by thread 0, reach
     // every thread through the barrier after them.
-    if (tmaBytes_) {
+    if (!groups_.empty()) {
       const Type *i64 = Type::scalar(DType::I64);
       const Layout *bl = SwizzledSharedLayout::get(1, 1, 1, {0});
-      bars_ = pre.op(OpCode::LocalAlloc, {},
-                     Type::memdesc(i64, {p_.stages, 1}, bl, true));
-      bars_->nameHint = "bars";
       barType_ = Type::memdesc(i64, {1}, bl, true);
+      for (TMAGroup &g : groups_) {
+        g.bars = pre.op(OpCode::LocalAlloc, {},
+                        Type::memdesc(i64, {p_.stages, 1}, bl, true));
+        g.bars->nameHint = "bars";
+      }
       pre.raw(OpCode::FenceAsyncShared, {}, {});
-      for (int j = 0; j < p_.stages; ++j)
-        pre.raw(OpCode::InitBarrier,
-                {pre.op(OpCode::MemDescIndex, {bars_, pre.constant(j, i32)}, barType_)}, {},
-                {{"count", int64_t(1)}});
+      for (const TMAGroup &g : groups_)
+        for (int j = 0; j < p_.stages; ++j)
+          pre.raw(OpCode::InitBarrier,
+                  {pre.op(OpCode::MemDescIndex, {g.bars, pre.constant(j, i32)}, barType_)}, {},
+                  {{"count", int64_t(1)}});
       // Empty barriers (see the top of the file): one arrival a warp.
       if (empty_) {
         empties_ = pre.op(OpCode::LocalAlloc, {},
@@ -758,7 +764,7 @@ public:
     // TMA: the parity of the phase of %read's mbarrier that this iteration
     // waits for (it flips each time %read wraps).
     Value *phase = nullptr;
-    if (tmaBytes_) {
+    if (!groups_.empty()) {
       phase = addIter(pre.constant(0, i32));
       phase->nameHint = "phase";
     }
@@ -770,9 +776,15 @@ public:
     Value *wait = cpAsync_ ? top.op(OpCode::AsyncWait, {}, Type::asyncToken(),
                                     {{"num", int64_t(D - 1)}})
                            : nullptr;
-    if (tmaBytes_)
-      top.raw(OpCode::WaitBarrier,
-              {top.op(OpCode::MemDescIndex, {bars_, read}, barType_), phase}, {});
+    // TMA: each group's wait; the first group's at the top, a later one's
+    // just before its first reader (groupTMACopies).
+    for (const TMAGroup &g : groups_) {
+      Emitter at = top;
+      if (g.reader)
+        at = Emitter{&body_, body_.find(g.reader), g.reader->loc()};
+      at.raw(OpCode::WaitBarrier,
+             {at.op(OpCode::MemDescIndex, {g.bars, read}, barType_), phase}, {});
+    }
     Emitter copies = top;
     if (!p_.asyncDots.empty()) {
       Operation *last = nullptr;
@@ -866,12 +878,15 @@ public:
     Emitter post{outer, std::next(outer->find(loop)), loop->loc()};
     if (cpAsync_)
       post.op(OpCode::AsyncWait, {}, Type::asyncToken(), {{"num", int64_t(0)}});
-    if (tmaBytes_) {
+    if (!groups_.empty()) {
       // Every TMA copy the loop waited for is done (those past the end did
       // not issue). The mbarriers' bytes may be reused once no thread
       // still waits on one.
       post.raw(OpCode::GPUBarrier, {}, {});
-      for (Value *bars : {bars_, empties_}) {
+      std::vector<Value *> all{empties_};
+      for (const TMAGroup &g : groups_)
+        all.push_back(g.bars);
+      for (Value *bars : all) {
         if (!bars)
           continue;
         for (int j = 0; j < p_.stages; ++j)
@@ -903,11 +918,21 @@ private:
   std::vector<Value *> bufs_;
   std::vector<const Type *> bufType_;
   bool cpAsync_ = false;  // some candidate is copied with cp.async
-  int64_t tmaBytes_ = 0;  // the bytes of a stage's TMA copies (0: none)
-  Value *bars_ = nullptr; // their mbarriers, one a buffer index
+  // TMA copies complete on mbarriers, one a buffer index, in groups: the
+  // copies of tiles whose first reader is the same op of the body share
+  // theirs (groupTMACopies).
+  struct TMAGroup {
+    std::vector<size_t> loads; // indices into p_.loads
+    int64_t bytes = 0;         // of a stage's copies
+    Operation *reader = nullptr; // the wait goes before it (null: at the top)
+    Value *bars = nullptr;
+  };
+  std::vector<TMAGroup> groups_;
+  std::vector<int> groupOf_; // a load's group, -1 for cp.async
   // Empty barriers (empty_): a buffer's release by every warp, which the
   // issuing warpgroup waits for before copying into it again.
   bool empty_;
+  bool split_; // TMA copies in groups by their first reader (groupTMACopies)
   Value *empties_ = nullptr;
   int64_t issuerWG_ = -1; // the warpgroup issuing the copies being made (-1: thread 0)
   int64_t issuer() const { return numWarps_ / 4 - 1; }
@@ -1046,6 +1071,63 @@ private:
     return hoisted;
   }
 
+  /// The TMA groups: the copies of tiles first read by the same op of the
+  /// body (directly or inside an scf.if) complete on one mbarrier a buffer
+  /// index. The group read first waits at the top of the body; a later one
+  /// waits just before its reader, so the first dot waits only for its own
+  /// tiles and a later tile's copy completes during the ops before its dot.
+  /// Attention's loop: q @ k^T waits for K alone, the copy of V completes
+  /// during that dot and the softmax (Triton's loop waits so too). A
+  /// matmul's A and B, both read by its one wgmma, keep one mbarrier.
+  /// Only with 2 stages: the copies of iteration i+1 then issue at the end
+  /// of iteration i, just before their wait, and V's latency was exposed
+  /// there; with more stages they are an iteration or more ahead, and the
+  /// second wait only cost (H100, descriptor attention forward, every
+  /// variant in turn each rep: d128 128x64 on 4 warps, 2 stages, fp16
+  /// 470.7 -> 495.9 TFLOP/s, bf16 478.7 -> 500.6; 3 stages: d64 128x64 on 4
+  /// warps 410.0 -> 393.2, 8 warps d128 causal 462.1 -> 446.1).
+  /// TRITIUM_DISABLE_PASSES=split-tma-barriers: one group, one wait at the
+  /// top.
+  void groupTMACopies() {
+    groupOf_.assign(p_.loads.size(), -1);
+    std::map<const Operation *, size_t> position;
+    for (auto &op : body_.ops())
+      position.emplace(op.get(), position.size());
+    auto topLevel = [&](Operation *op) {
+      while (op->parentBlock() != &body_)
+        op = op->parentOp();
+      return op;
+    };
+    // (position of the first reader, reader) -> group, in reading order.
+    std::map<std::pair<size_t, Operation *>, std::vector<size_t>> byReader;
+    for (size_t i = 0; i < p_.loads.size(); ++i) {
+      const Candidate &c = p_.loads[i];
+      if (!c.tma)
+        continue;
+      Operation *first = nullptr;
+      for (const AllocUse &u : c.uses)
+        for (Operation *r : u.reads) {
+          Operation *t = topLevel(r);
+          if (!first || position.at(t) < position.at(first))
+            first = t;
+        }
+      if (!split_ || p_.stages != 2)
+        first = nullptr;
+      byReader[{first ? position.at(first) : 0, first}].push_back(i);
+    }
+    for (auto &[key, loads] : byReader) {
+      TMAGroup g;
+      g.loads = loads;
+      g.reader = groups_.empty() ? nullptr : key.second;
+      for (size_t i : loads) {
+        const Type *one = bufType_[i];
+        g.bytes += one->numElements() * storageBytes(one->element());
+        groupOf_[i] = (int)groups_.size();
+      }
+      groups_.push_back(std::move(g));
+    }
+  }
+
   /// A new loop-carried value starting at `init`; returns its block arg.
   Value *addIter(Value *init) {
     p_.loop->operands().push_back(init);
@@ -1065,7 +1147,7 @@ private:
   void issueCopies(Emitter &e, const std::map<Value *, Value *> &map,
                    Value *runs, Value *index) {
     std::vector<Value *> tokens;
-    Value *bar = nullptr;
+    std::vector<Value *> bar(groups_.size(), nullptr);
     for (size_t i : p_.issueOrder) {
       Operation *ld = p_.loads[i].load;
       Emitter at{e.block, e.pos, ld->loc()};
@@ -1073,14 +1155,16 @@ private:
         std::map<std::string, Attribute> by;
         if (issuerWG_ >= 0)
           by["warpgroup"] = issuerWG_;
-        if (!bar) {
-          bar = at.op(OpCode::MemDescIndex, {bars_, index}, barType_);
+        const TMAGroup &g = groups_[groupOf_[i]];
+        Value *&b = bar[groupOf_[i]];
+        if (!b) {
+          b = at.op(OpCode::MemDescIndex, {g.bars, index}, barType_);
           std::map<std::string, Attribute> attrs = by;
-          attrs["bytes"] = tmaBytes_;
-          at.raw(OpCode::BarrierExpect, {bar, runs}, {}, attrs);
+          attrs["bytes"] = g.bytes;
+          at.raw(OpCode::BarrierExpect, {b, runs}, {}, attrs);
         }
         Value *buf = at.op(OpCode::MemDescIndex, {bufs_[i], index}, bufType_[i]);
-        std::vector<Value *> in{buf, bar, runs};
+        std::vector<Value *> in{buf, b, runs};
         for (Value *o : ld->operands())
           in.push_back(mapped(map, o));
         std::map<std::string, Attribute> attrs = by;
@@ -1353,7 +1437,9 @@ int pipelineFunction(Function &f, const PipelineOptions &opts, PassStats &stats,
                              [](const Candidate &c) { return c.tma; });
     if (empty)
       stats.add("gpu.loops-empty-barriers");
-    if (int64_t hoisted = Pipeliner(f, *plan, !opts.skips("hoist-slice"), warps, empty).run())
+    if (int64_t hoisted = Pipeliner(f, *plan, !opts.skips("hoist-slice"), warps, empty,
+                                    !opts.skips("split-tma-barriers"))
+                              .run())
       stats.add("gpu.slice-ops-hoisted", hoisted);
     stats.add("gpu.loops-pipelined");
     stats.add("gpu.loads-pipelined", (int64_t)plan->loads.size());

@@ -131,3 +131,34 @@ def test_attention_forward_descriptors_ptx(causal):
     head, tail = ptx[:start], ptx[ptx.index("\n$L_for_end_", start):]
     assert head.count("bar.arrive 2, 256") == 1 and tail.count("bar.sync 2, 256") == 1
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
+    # With 3 stages K and V complete on one mbarrier a stage (split-tma-barriers splits
+    # 2-stage loops only): one expect of both tiles' bytes.
+    assert body.count("mbarrier.arrive.expect_tx") == 1
+    # Each copy from one lane of warp 4 (warpgroup 1's first warp) that elect.sync picks, so
+    # that ptxas issues it from the warp's uniform datapath.
+    assert body.count("elect.sync") == 2 and re.search(r"setp\.eq\.u32 %p\d+, %r\d+, 4;", ptx)
+
+
+def test_attention_forward_descriptors_ptx_one_warpgroup():
+    # sm_90a, Triton's best d128 config (128x64 on 4 warps, 2 stages): the softmax's
+    # per-row exp2(m_i - m_ij) once a row (gpu-cse merges the copy the layout passes made for
+    # the accumulator's rescale): 64 exponentials of the scores and 4 of the rows a thread
+    # holds; K's wait at the top, V's after the softmax; each copy from an elected lane of
+    # warp 0.
+    import re  # noqa: PLC0415
+    from tritium.compiler import compiler as _compiler  # noqa: PLC0415
+    q = torch.zeros(1, 2, 4096, 128, dtype=torch.float16)
+    kern = desc.attn_fwd_desc
+    args = desc.descriptors(q, q, q, q, 128, 64) + (0.088, 4096)
+    key, params, _ = kern.specialize(kern._bind(args, dict(HEAD_DIM=128, BLOCK_M=128,
+                                                           BLOCK_N=64, CAUSAL=False)))
+    ck = _compiler.compile_gpu(kern, params, key, num_warps=4, num_stages=2, target="sm_90a",
+                               use_cache=False, bounds_check=False)
+    ptx = ck.asm["ptx"]
+    loops = re.findall(r"\$L_for_body_\d+:\n(.*?)\$L_for_end", ptx, re.S)
+    body = [b for b in loops if "wgmma.mma_async" in b][0]
+    assert body.count("ex2.approx") == 128 * 64 // 128 + 4
+    waits = [m.start() for m in re.finditer(r"mbarrier\.try_wait\.parity", body)]
+    assert len(waits) == 2
+    assert waits[0] < body.index("wgmma.mma_async") and waits[1] > body.rindex("ex2.approx")
+    assert body.count("elect.sync") == 2 and re.search(r"setp\.eq\.u32 %p\d+, %r\d+, 0;", ptx)

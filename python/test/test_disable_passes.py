@@ -16,7 +16,8 @@ from test_attention_bwd_ptx import HAS_PTXAS, compile_kernel
 
 OPTIONAL = ["prefetch-loads", "remove-layout-conversions", "propagate-layouts", "pipeline",
             "stage-vectors", "hoist-slice", "split-masked-loops", "fuse-multiply-add", "tma",
-            "tma-store", "order-warpgroups", "sync-two-stage-dots", "tma-empty-barriers"]
+            "tma-store", "order-warpgroups", "sync-two-stage-dots", "tma-empty-barriers",
+            "split-tma-barriers", "gpu-cse", "tma-elect"]
 
 
 @tritium.jit
@@ -69,6 +70,37 @@ def _desc8(target):
                            divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
 
 
+@tritium.jit
+def _desc_chain(q_ptr, k_ptr, v_ptr, o_ptr, N, D: tl.constexpr, BN: tl.constexpr):
+    """Attention's loop without the softmax: K read by the first dot, V by the second."""
+    q_d = tl.make_tensor_descriptor(q_ptr, [64, D], [D, 1], [64, D])
+    k_d = tl.make_tensor_descriptor(k_ptr, [N, D], [D, 1], [BN, D])
+    v_d = tl.make_tensor_descriptor(v_ptr, [N, D], [D, 1], [BN, D])
+    q = q_d.load([0, 0])
+    acc = tl.zeros((64, D), dtype=tl.float32)
+    for n in range(0, N, BN):
+        s = tl.dot(q, k_d.load([n, 0]).T)
+        p = tl.exp2(s - tl.max(s, 1)[:, None])
+        acc = tl.dot(p.to(tl.float16), v_d.load([n, 0]), acc)
+    o_d = tl.make_tensor_descriptor(o_ptr, [64, D], [D, 1], [64, D])
+    o_d.store([0, 0], acc)
+
+
+def _chain(target):
+    return tritium.compile(_desc_chain, signature={"q_ptr": "*fp16", "k_ptr": "*fp16",
+                                                   "v_ptr": "*fp16", "o_ptr": "*fp32",
+                                                   "N": "i32"},
+                           constexprs={"D": 64, "BN": 64}, target=target, num_warps=4,
+                           num_stages=2, use_cache=False,
+                           divisible_by_16=["q_ptr", "k_ptr", "v_ptr", "o_ptr", "N"])
+
+
+def _loop_waits(gir):
+    """The mbarrier waits in the first loop's body."""
+    body = gir[gir.index("scf.for"):]
+    return body[:body.index("scf.yield")].count("ttng.wait_barrier")
+
+
 def _no_row_offsets_in_loop(gir):
     """No 64-bit multiply in the first loop's body (the descriptors' row offsets, hoisted)."""
     body = gir[gir.index("scf.for"):]
@@ -104,7 +136,10 @@ SIGNS = {"prefetch-loads": (_rows, "prefetched ="),
                                  "async = true" not in gir, "", ["sm_90a"]),
          # Two warpgroups: the TMA buffers released on empty mbarriers instead of a barrier
          # of the whole block before the copies (sm_90a).
-         "tma-empty-barriers": (_desc8, "%empties", "", ["sm_90a"])}
+         "tma-empty-barriers": (_desc8, "%empties", "", ["sm_90a"]),
+         # K's and V's copies on mbarriers of their own: two waits in the loop, V's just
+         # before the second dot (sm_90a).
+         "split-tma-barriers": (_chain, lambda gir: _loop_waits(gir) == 2, "", ["sm_90a"])}
 
 
 def _sign(name):
@@ -121,7 +156,7 @@ def test_each_optional_pass_can_be_left_out(name, target, monkeypatch):
         monkeypatch.setenv("TRITIUM_DISABLE_PASSES", base)
     else:
         monkeypatch.delenv("TRITIUM_DISABLE_PASSES", raising=False)
-    kernels = (_dkdv, _rows, _desc, _desc8)
+    kernels = (_dkdv, _rows, _desc, _desc8, _chain)
     with_pass = {f: f(target) for f in kernels}
     monkeypatch.setenv("TRITIUM_DISABLE_PASSES", ",".join(n for n in (base, name) if n))
     without = {f: f(target) for f in kernels}

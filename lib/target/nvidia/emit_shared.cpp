@@ -643,7 +643,8 @@ std::string tmaBox(Emitter &e, const std::string &buf, int64_t k, int64_t boxByt
   return dst;
 }
 
-/// ttng.async_tma_copy_global_to_local: thread 0 (and %pred) issues one
+/// ttng.async_tma_copy_global_to_local: one lane of warp 0 (of the
+/// {warpgroup}'s first warp; and %pred) issues one
 /// cp.async.bulk.tensor per box of the buffer's layout (all its rows, swz
 /// bytes of columns; tmaSwizzleBytes), each completing its bytes on %bar.
 void emitTMACopy(Emitter &e, Operation &op) {
@@ -654,7 +655,22 @@ void emitTMACopy(Emitter &e, Operation &op) {
   TensorMapSpec spec = tmaSpec(e, op, md, 3, boxes, boxBytes, boxCols);
   spec.nanFill = op.strAttr("padding") == "nan";
   std::string tmap = e.tensorMapAddress(spec);
+  // One lane of the issuing thread's warp (warp 0, or the {warpgroup}'s
+  // first), picked by elect.sync where every lane of the warp runs the op:
+  // ptxas then issues each copy once from the warp's uniform datapath. With
+  // the thread's own predicate (tid == 0) it looped over the lanes' operand
+  // values instead (R2UR, BRA.U.ANY), about 20 instructions a copy in the
+  // issuing warp, which the next iteration's wgmma, taken by its whole
+  // warpgroup, waited for.
+  // TRITIUM_DISABLE_PASSES=tma-elect: the thread's own predicate.
   std::string p = issuingThread(e, op);
+  if (!e.opts.skips("tma-elect")) {
+    std::string w = e.inWarp(op.hasAttr("warpgroup") ? 4 * op.intAttr("warpgroup") : 0);
+    std::string elected = e.reg(RC::Pred), lane = e.reg(RC::B32);
+    e.ins("elect.sync " + lane + "|" + elected + ", -1");
+    p = e.reg(RC::Pred);
+    e.ins("and.pred " + p + ", " + w + ", " + elected);
+  }
   std::string q = e.reg(RC::Pred);
   e.ins("and.pred " + q + ", " + p + ", " + e.regs(op.operand(2))[0]);
   std::string buf = e.regs(op.operand(0))[0], bar = e.regs(op.operand(1))[0];

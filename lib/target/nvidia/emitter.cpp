@@ -145,6 +145,15 @@ std::string Emitter::inWarpgroup(int64_t w, bool firstThread) {
   return ownerCache_[key] = p;
 }
 
+std::string Emitter::inWarp(int64_t k) {
+  std::string key = "warp" + std::to_string(k);
+  if (auto it = ownerCache_.find(key); it != ownerCache_.end())
+    return it->second;
+  std::string p = reg(RC::Pred);
+  pro("setp.eq.u32 " + p + ", " + warp() + ", " + std::to_string(k));
+  return ownerCache_[key] = p;
+}
+
 std::string Emitter::firstLane() {
   if (auto it = ownerCache_.find("lane0"); it != ownerCache_.end())
     return it->second;

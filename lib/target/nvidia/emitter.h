@@ -94,6 +94,8 @@ public:
   std::string inWarpgroup(int64_t w, bool firstThread = false);
   /// A predicate true in each warp's first lane.
   std::string firstLane();
+  /// A predicate true in warp `k` alone, warp-uniform (from warp()).
+  std::string inWarp(int64_t k);
   /// sum over the lane and warp bits of this thread of dot(basis, w): the
   /// thread's part of a linear function of the coordinate (a prologue
   /// register, cached).

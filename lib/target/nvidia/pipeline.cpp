@@ -72,7 +72,8 @@ void checkOptions(const PipelineOptions &opts) {
                                           "stage-vectors", "hoist-slice",
                                           "split-masked-loops", "fuse-multiply-add", "tma",
                                           "tma-store", "order-warpgroups",
-                                          "sync-two-stage-dots", "tma-empty-barriers"};
+                                          "sync-two-stage-dots", "tma-empty-barriers",
+                                          "split-tma-barriers", "gpu-cse", "tma-elect"};
   for (const std::string &name : opts.skipPasses) {
     if (std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional))
       continue;
@@ -203,6 +204,13 @@ void compileKernel(const Module &m, const std::string &kernel,
                   "remove-layout-conversions", // e.g. the zero accumulator
               },
               r.stats, opts, gpu::gpuPasses());
+    // The layout passes recompute a value in a layout to spare a conversion
+    // and may leave two copies of one chain in the same layout (attention's
+    // alpha = exp2(m_i - m_ij), once for l_i and once for the accumulator's
+    // rescale: 4 MUFU, 4 FMNMX and 4 FADD more an iteration at 128x64 on 4
+    // warps than Triton's loop); CSE merges them.
+    if (!opts.skips("gpu-cse"))
+      runPasses(*gm, {"cse", "dce"}, r.stats, opts, tilePasses());
     // Loads into shared memory, num_stages-1 iterations ahead: a dot's
     // operands, and the loop's vectors its other ops read (the attention
     // backward's row statistics), as Triton's pipeliner stages them.
