@@ -14,6 +14,7 @@ const PassTable &tilePasses() {
       {"unroll", "Fully unroll tl.static_range loops (unroll = \"full\")",
        unrollLoops},
       {"cse", "Eliminate common subexpressions of pure ops", cse},
+      {"cse-loops", "Eliminate common subexpressions of pure ops inside loops", cseLoops},
       {"dce", "Remove unused pure ops, loop-carried values and functions", dce},
       {"licm", "Hoist loop-invariant pure ops out of scf.for/scf.while", licm},
       {"licm-scalars",

@@ -24,6 +24,10 @@ void canonicalize(Module &m, const PipelineOptions &opts, PassStats &stats);
 /// read or write memory are never merged. Counter: cse.removed.
 void cse(Module &m, const PipelineOptions &opts, PassStats &stats);
 
+/// `--cse-loops`: `--cse` for ops nested in an scf.for/scf.while only, each
+/// merged with an identical one that is also in a loop. Counter: cse.removed.
+void cseLoops(Module &m, const PipelineOptions &opts, PassStats &stats);
+
 /// `--dce`: erases pure ops and side-effect-free scf.for/scf.if whose results
 /// are unused, loop-carried values of scf.for that only feed themselves, and
 /// functions that are neither kernels (`kernel = true`) nor reachable through

@@ -208,9 +208,10 @@ void compileKernel(const Module &m, const std::string &kernel,
     // and may leave two copies of one chain in the same layout (attention's
     // alpha = exp2(m_i - m_ij), once for l_i and once for the accumulator's
     // rescale: 4 MUFU, 4 FMNMX and 4 FADD more an iteration at 128x64 on 4
-    // warps than Triton's loop); CSE merges them.
+    // warps than Triton's loop); CSE merges them, in loops only (see
+    // cse.cpp).
     if (!opts.skips("gpu-cse"))
-      runPasses(*gm, {"cse", "dce"}, r.stats, opts, tilePasses());
+      runPasses(*gm, {"cse-loops", "dce"}, r.stats, opts, tilePasses());
     // Loads into shared memory, num_stages-1 iterations ahead: a dot's
     // operands, and the loop's vectors its other ops read (the attention
     // backward's row statistics), as Triton's pipeliner stages them.
