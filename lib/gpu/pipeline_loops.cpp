@@ -922,8 +922,7 @@ private:
   // copies of tiles whose first reader is the same op of the body share
   // theirs (groupTMACopies).
   struct TMAGroup {
-    std::vector<size_t> loads; // indices into p_.loads
-    int64_t bytes = 0;         // of a stage's copies
+    int64_t bytes = 0;           // of a stage's copies
     Operation *reader = nullptr; // the wait goes before it (null: at the top)
     Value *bars = nullptr;
   };
@@ -1117,7 +1116,6 @@ private:
     }
     for (auto &[key, loads] : byReader) {
       TMAGroup g;
-      g.loads = loads;
       g.reader = groups_.empty() ? nullptr : key.second;
       for (size_t i : loads) {
         const Type *one = bufType_[i];
